@@ -1,0 +1,92 @@
+// libstria's Client: one connection to a Stria filesystem, used by the FUSE client, lfs,
+// lctl, the benchmarks and the tests.
+//
+// A Client knows the MGS/MDS NIDs, fetches the filesystem configuration (the OST table) from
+// the MGS, and keeps one RpcClient per service: the MDS, and each OST's OSS. Namespace
+// operations are MDS RPCs (MdsCall); data operations stripe over the OST objects of a
+// layout (RAID-0, common/layout.h), sending the pieces of one call to all their OSTs in
+// parallel on an internal I/O thread pool. The MDS is never on the data path.
+//
+// Thread-safety: every method is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "lnet/nid.h"
+#include "lnet/rpc_client.h"
+#include "proto/stria.pb.h"
+
+namespace stria::client {
+
+struct ClientConfig {
+  std::vector<lnet::Nid> mgs_nids;    // the MGS (co-located with the MDS); first reachable wins
+  std::string fsname;                 // must match the MGS's; empty = accept any
+  lnet::ClientOptions rpc;            // timeouts and retry deadline for every peer
+  int io_threads = 16;                // parallel stripe I/O
+};
+
+class Client {
+ public:
+  // Connects to the MGS and fetches the configuration. Fails with the MGS's error (or
+  // kDisconnected/kTimeout) if it cannot be reached within rpc.retry_deadline_ms.
+  static Result<std::unique_ptr<Client>> Connect(ClientConfig config);
+
+  virtual ~Client() = default;
+
+  // The filesystem configuration; refresh=true asks the MGS again (e.g. after an OST moved).
+  virtual Result<proto::FsConfig> GetConfig(bool refresh = false) = 0;
+
+  // One MDS/MGS RPC (opcodes OP_MGS_* and OP_MDS_*).
+  virtual Status MdsCallRaw(proto::Opcode op, std::string_view req, std::string* rep) = 0;
+  template <typename Req, typename Rep>
+  Status MdsCall(proto::Opcode op, const Req& req, Rep* rep) {
+    std::string body, reply;
+    req.SerializeToString(&body);
+    STRIA_RETURN_IF_ERROR(MdsCallRaw(op, body, &reply));
+    if (!rep->ParseFromString(reply)) return Status(Code::kProtocol, "bad MDS reply");
+    return Status::Ok();
+  }
+
+  // The RpcClient for OST `ost_idx` (kNoOst if the MGS does not know it).
+  virtual Result<lnet::RpcClient*> Ost(uint32_t ost_idx) = 0;
+
+  // Resolves an absolute path inside the filesystem ("/shards/a"; "/" is the root) by
+  // lookups from the root; symlinks in the last component are not followed.
+  virtual Result<proto::EntryReply> ResolvePath(const proto::Credentials& cred,
+                                                std::string_view path) = 0;
+
+  // ---- data, striped over a file's layout ----
+
+  // Reads [offset, offset+buf.size()) of a file of `file_size` bytes into buf: returns the
+  // bytes read (short only at end of file); holes read as zeros.
+  virtual Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
+                              std::span<uint8_t> buf) = 0;
+
+  // Writes data at offset; every touched object is written in parallel. sync=true makes the
+  // OSTs fdatasync before replying.
+  virtual Status Write(const proto::Layout& layout, uint64_t offset,
+                       std::span<const uint8_t> data, bool sync = false) = 0;
+
+  // Sets every object's size to match a file of `size` bytes (truncate on the OSTs).
+  virtual Status TruncateObjects(const proto::Layout& layout, uint64_t size) = 0;
+
+  // Makes every object's data durable (fsync on each OST).
+  virtual Status SyncObjects(const proto::Layout& layout) = 0;
+
+  // The file size implied by the objects' sizes (a glimpse of the OSTs).
+  virtual Result<uint64_t> GlimpseSize(const proto::Layout& layout) = 0;
+
+  // Per-OST usage (lfs df), in OST index order; an unreachable OST is skipped.
+  virtual Result<std::vector<proto::OstStatfsReply>> OstStatfs() = 0;
+};
+
+// Credentials of the calling process (its uid, gid and supplementary groups).
+proto::Credentials ProcessCredentials();
+
+}  // namespace stria::client

@@ -1,0 +1,60 @@
+#include "common/status.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+namespace stria {
+namespace {
+
+TEST(StatusTest, OkHasNoErrno) {
+  Status s;
+  EXPECT_TRUE(s.ok());
+  EXPECT_EQ(s.ToErrno(), 0);
+  EXPECT_EQ(s.ToString(), "OK");
+}
+
+TEST(StatusTest, PosixCodesBecomeTheirErrno) {
+  EXPECT_EQ(Status(Code::kNoEnt, "x").ToErrno(), ENOENT);
+  EXPECT_EQ(Status(Code::kNotEmpty, "x").ToErrno(), ENOTEMPTY);
+  EXPECT_EQ(Status(Code::kTooBig, "x").ToErrno(), E2BIG);
+  EXPECT_EQ(Status(Code::kCorrupt, "x").ToErrno(), EIO);
+  EXPECT_EQ(Status(Code::kTimeout, "x").ToErrno(), ETIMEDOUT);
+}
+
+TEST(StatusTest, OnlyTransportTroubleIsRetryable) {
+  EXPECT_TRUE(Status(Code::kTimeout, "").retryable());
+  EXPECT_TRUE(Status(Code::kDisconnected, "").retryable());
+  EXPECT_FALSE(Status(Code::kNoEnt, "").retryable());
+  EXPECT_FALSE(Status(Code::kCorrupt, "").retryable());
+}
+
+TEST(StatusTest, ErrnoRoundTrip) {
+  EXPECT_EQ(CodeFromErrno(EEXIST), Code::kExist);
+  EXPECT_EQ(CodeFromErrno(EDQUOT), Code::kNoSpc);
+  EXPECT_EQ(CodeFromErrno(12345), Code::kIO);
+  Status s = ErrnoStatus("open /x", ENOENT);
+  EXPECT_EQ(s.code(), Code::kNoEnt);
+  EXPECT_NE(s.ToString().find("open /x"), std::string::npos);
+}
+
+Result<int> Half(int v) {
+  if (v % 2) return Status(Code::kInval, "odd");
+  return v / 2;
+}
+
+Status UseHalf(int v, int* out) {
+  STRIA_ASSIGN_OR_RETURN(int h, Half(v));
+  *out = h;
+  return Status::Ok();
+}
+
+TEST(ResultTest, ValueOrStatus) {
+  int out = 0;
+  EXPECT_TRUE(UseHalf(8, &out).ok());
+  EXPECT_EQ(out, 4);
+  EXPECT_EQ(UseHalf(7, &out).code(), Code::kInval);
+}
+
+}  // namespace
+}  // namespace stria

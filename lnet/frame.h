@@ -1,0 +1,56 @@
+// The frame: the unit of every Stria exchange on every LND.
+//
+//   FrameHeader (48 bytes, little endian) | body (protobuf, body_len bytes) | bulk (bulk_len)
+//
+// The header carries a crc32c of itself, of the body and of the bulk, so a corrupt frame is
+// detected before any field is used. Requests and replies share the format; a reply has
+// kFlagReply set, the request's xid and opcode, and a status code (common/status.h). A
+// non-OK reply's body is the error message text, not a protobuf. See docs/wire-protocol.md.
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace stria::lnet {
+
+inline constexpr uint32_t kFrameMagic = 0x41525453;  // "STRA" on the wire
+inline constexpr uint16_t kWireVersion = 1;
+inline constexpr size_t kFrameHeaderSize = 48;
+
+inline constexpr uint32_t kFlagReply = 1u << 0;
+inline constexpr uint32_t kFlagBulkCrc = 1u << 1;  // bulk_crc is set and must be verified
+inline constexpr uint32_t kKnownFlags = kFlagReply | kFlagBulkCrc;
+
+struct FrameHeader {
+  uint16_t version = kWireVersion;
+  uint16_t opcode = 0;
+  uint32_t flags = 0;
+  int32_t status = 0;     // Code of a reply; 0 in requests
+  uint64_t xid = 0;       // chosen by the requester, echoed in the reply
+  uint32_t body_len = 0;
+  uint32_t body_crc = 0;
+  uint64_t bulk_len = 0;
+  uint32_t bulk_crc = 0;
+};
+
+// Limits a receiver enforces before allocating anything.
+struct FrameLimits {
+  uint32_t max_body = 4u << 20;
+  uint64_t max_bulk = 64ull << 20;
+};
+
+// Writes the header, with its own crc, into out[kFrameHeaderSize].
+void EncodeHeader(const FrameHeader& h, uint8_t* out);
+
+// Parses and checks a header: magic, version, header crc, known flags, lengths within
+// limits. kProtocol or kTooLarge with a reason on failure.
+Result<FrameHeader> DecodeHeader(const uint8_t* in, const FrameLimits& limits);
+
+// Checks the body's crc against the header.
+Status VerifyBody(const FrameHeader& h, std::string_view body);
+
+}  // namespace stria::lnet

@@ -1,0 +1,46 @@
+// NIDs: how Stria names a peer, in Lustre's words.
+//
+//   192.168.1.5@tcp          TCP, default port (kDefaultPort)
+//   192.168.1.5@tcp:9401     TCP, port 9401
+//   10.0.0.5@o2ib            RDMA (librdmacm); falls over to TCP where no device exists
+//   localhost@tcp            host names are resolved at connect time
+//
+// A NID list is comma separated ("a@tcp,b@tcp"): the same service reachable at several NIDs
+// (failover). Thread-safety: values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stria::lnet {
+
+// Lustre's acceptor port.
+inline constexpr uint16_t kDefaultPort = 988;
+
+enum class Lnd : uint8_t {
+  kTcp,   // socklnd
+  kO2ib,  // RDMA
+};
+
+struct Nid {
+  Lnd lnd = Lnd::kTcp;
+  std::string addr;  // an IPv4 address or a host name
+  uint16_t port = kDefaultPort;
+
+  // "ADDR@tcp[:PORT]" or "ADDR@o2ib[:PORT]". EINVAL with a reason for anything else.
+  static Result<Nid> Parse(std::string_view text);
+
+  // The canonical text form; the port is always written ("127.0.0.1@tcp:988").
+  std::string ToString() const;
+
+  bool operator==(const Nid&) const = default;
+};
+
+// Parses "NID[,NID...]"; at least one.
+Result<std::vector<Nid>> ParseNidList(std::string_view text);
+
+}  // namespace stria::lnet

@@ -1,0 +1,101 @@
+// RpcServer: serves Stria RPCs on a NID (TCP LND).
+//
+// Concurrency model: one event-loop thread owns the listening socket and every connection's
+// reads (epoll, non-blocking sockets); it assembles whole frames under FrameLimits and hands
+// each complete request to a fixed pool of worker threads, which run the handler and write
+// the reply. A connection has at most one request being handled at a time (clients open
+// several connections for parallelism), which bounds server memory by
+// connections x (max_body + max_bulk). A malformed frame or a peer that stalls mid-frame
+// for longer than stall_timeout drops that connection with a log line; every other
+// connection is unaffected.
+//
+// The first frame of a connection must be OP_CONNECT (handled here): it names the client's
+// uuid (RpcContext::client_uuid) and the filesystem it expects.
+//
+// Handlers are registered before Start() and must be thread-safe: several run at once.
+// Thread-safety: Register* before Start(); Start/Stop from one thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "common/status.h"
+#include "lnet/buffer.h"
+#include "lnet/frame.h"
+#include "lnet/nid.h"
+
+namespace stria::lnet {
+
+struct ServerOptions {
+  std::string name = "stria";        // for logs
+  std::string fsname;                // answered in CONNECT; a client naming another is refused
+  std::string server_uuid;
+  int worker_threads = 8;            // concurrent handlers
+  FrameLimits limits;                // per-frame body/bulk limits
+  int stall_timeout_ms = 60'000;     // a partly received frame older than this drops the peer
+  int max_connections = 4096;
+};
+
+// What a handler knows about the request beyond its message, and where it puts reply bulk.
+struct RpcContext {
+  std::string peer;                       // "127.0.0.1:41234"
+  std::string client_uuid;                // from the connection's CONNECT
+  uint64_t xid = 0;
+  uint16_t opcode = 0;
+  std::span<const uint8_t> bulk_in;       // request bulk; valid only during the handler
+  Buffer bulk_out;                        // reply bulk: the handler allocates and fills it;
+                                          // its size() is what is sent (Buffer::Shrink)
+};
+
+class RpcServer {
+ public:
+  // Decodes nothing: the body bytes in, the reply body bytes out. A non-OK return becomes an
+  // error reply carrying the code and message; reply_body and bulk_out are then discarded.
+  using RawHandler =
+      std::function<Status(RpcContext& ctx, std::string_view body, std::string* reply_body)>;
+
+  explicit RpcServer(ServerOptions options);
+  ~RpcServer();  // Stop()s
+  RpcServer(const RpcServer&) = delete;
+  RpcServer& operator=(const RpcServer&) = delete;
+
+  void RegisterRaw(uint16_t opcode, RawHandler handler);
+
+  // Typed registration: the body is parsed as Req (kProtocol if it does not parse) and the
+  // reply serialized from Rep.
+  template <typename Req, typename Rep>
+  void Register(uint16_t opcode, std::function<Status(RpcContext&, const Req&, Rep*)> fn) {
+    RegisterRaw(opcode, [fn = std::move(fn)](RpcContext& ctx, std::string_view body,
+                                             std::string* reply_body) -> Status {
+      Req req;
+      if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+        return Status(Code::kProtocol, "request body does not parse as " + req.GetTypeName());
+      }
+      Rep rep;
+      Status st = fn(ctx, req, &rep);
+      if (st.ok()) rep.SerializeToString(reply_body);
+      return st;
+    });
+  }
+
+  // Binds `listen` (port 0 picks a free port) and starts the loop and workers.
+  Status Start(const Nid& listen);
+
+  // The bound port (after Start).
+  uint16_t port() const;
+
+  // Stops accepting, closes every connection, waits for handlers in flight. Idempotent.
+  void Stop();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace stria::lnet
