@@ -1,1 +1,96 @@
-// in progress
+#include "lnet/frame.h"
+
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "common/crc32c.h"
+
+namespace stria::lnet {
+namespace {
+
+// The wire is little endian; so are the machines Stria runs on (x86-64, aarch64).
+static_assert(std::endian::native == std::endian::little, "Stria's frame codec assumes little endian");
+
+template <typename T>
+void Put(uint8_t*& p, T v) {
+  std::memcpy(p, &v, sizeof v);
+  p += sizeof v;
+}
+
+template <typename T>
+T Get(const uint8_t*& p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  p += sizeof v;
+  return v;
+}
+
+constexpr size_t kCrcOffset = kFrameHeaderSize - 4;
+
+}  // namespace
+
+void EncodeHeader(const FrameHeader& h, uint8_t* out) {
+  uint8_t* p = out;
+  Put<uint32_t>(p, kFrameMagic);
+  Put<uint16_t>(p, h.version);
+  Put<uint16_t>(p, h.opcode);
+  Put<uint32_t>(p, h.flags);
+  Put<int32_t>(p, h.status);
+  Put<uint64_t>(p, h.xid);
+  Put<uint32_t>(p, h.body_len);
+  Put<uint32_t>(p, h.body_crc);
+  Put<uint64_t>(p, h.bulk_len);
+  Put<uint32_t>(p, h.bulk_crc);
+  Put<uint32_t>(p, Crc32c(out, kCrcOffset));
+}
+
+Result<FrameHeader> DecodeHeader(const uint8_t* in, const FrameLimits& limits) {
+  const uint8_t* p = in;
+  if (Get<uint32_t>(p) != kFrameMagic) return Status(Code::kProtocol, "bad frame magic");
+  uint32_t stored_crc;
+  std::memcpy(&stored_crc, in + kCrcOffset, 4);
+  if (stored_crc != Crc32c(in, kCrcOffset)) {
+    return Status(Code::kProtocol, "frame header checksum mismatch");
+  }
+  FrameHeader h;
+  h.version = Get<uint16_t>(p);
+  h.opcode = Get<uint16_t>(p);
+  h.flags = Get<uint32_t>(p);
+  h.status = Get<int32_t>(p);
+  h.xid = Get<uint64_t>(p);
+  h.body_len = Get<uint32_t>(p);
+  h.body_crc = Get<uint32_t>(p);
+  h.bulk_len = Get<uint64_t>(p);
+  h.bulk_crc = Get<uint32_t>(p);
+  if (h.version != kWireVersion) {
+    return Status(Code::kProtocol, "unsupported wire version " + std::to_string(h.version));
+  }
+  if (h.flags & ~kKnownFlags) {
+    return Status(Code::kProtocol, "unknown frame flags " + std::to_string(h.flags));
+  }
+  if (h.body_len > limits.max_body) {
+    return Status(Code::kTooLarge, "frame body of " + std::to_string(h.body_len) +
+                                       " bytes exceeds the limit of " +
+                                       std::to_string(limits.max_body));
+  }
+  if (h.bulk_len > limits.max_bulk) {
+    return Status(Code::kTooLarge, "frame bulk of " + std::to_string(h.bulk_len) +
+                                       " bytes exceeds the limit of " +
+                                       std::to_string(limits.max_bulk));
+  }
+  if (h.bulk_len > 0 && !(h.flags & kFlagBulkCrc)) {
+    return Status(Code::kProtocol, "frame bulk without a checksum");
+  }
+  return h;
+}
+
+Status VerifyBody(const FrameHeader& h, std::string_view body) {
+  if (body.size() != h.body_len) return Status(Code::kProtocol, "frame body length mismatch");
+  if (Crc32c(body.data(), body.size()) != h.body_crc) {
+    return Status(Code::kProtocol, "frame body checksum mismatch");
+  }
+  return Status::Ok();
+}
+
+}  // namespace stria::lnet

@@ -1,1 +1,413 @@
-// in progress
+#include "lnet/rpc_server.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "common/crc32c.h"
+#include "common/log.h"
+#include "lnet/socket.h"
+#include "proto/stria.pb.h"
+
+namespace stria::lnet {
+namespace {
+
+constexpr uint64_t kListenId = 0;
+constexpr uint64_t kWakeId = 1;
+
+// One accepted connection. Owned by the connection map; touched by the event loop while it
+// reads a frame and by exactly one worker while that frame is handled (EPOLLONESHOT hands
+// it over), never by both at once.
+struct Conn {
+  uint64_t id = 0;
+  int fd = -1;
+  std::string peer;
+  std::string client_uuid;
+  bool connected = false;  // CONNECT received
+  std::atomic<bool> busy{false};  // a worker owns the connection (frame complete)
+
+  enum class Phase { kHeader, kBody, kBulk } phase = Phase::kHeader;
+  uint8_t hdr_buf[kFrameHeaderSize];
+  size_t got = 0;  // bytes of the current phase received
+  FrameHeader hdr;
+  std::string body;
+  Buffer bulk;
+  Clock::time_point frame_started;
+
+  void ResetFrame() {
+    phase = Phase::kHeader;
+    got = 0;
+    body.clear();
+    bulk = Buffer();
+  }
+  bool MidFrame() const { return phase != Phase::kHeader || got > 0; }
+};
+
+}  // namespace
+
+class RpcServer::Impl {
+ public:
+  explicit Impl(ServerOptions options) : options_(std::move(options)) {}
+
+  ~Impl() { Stop(); }
+
+  void Register(uint16_t opcode, RawHandler h) { handlers_[opcode] = std::move(h); }
+
+  Status Start(const Nid& listen) {
+    NoteRdmaFallback(listen);
+    STRIA_ASSIGN_OR_RETURN(listen_fd_, TcpListen(listen));
+    port_ = LocalPort(listen_fd_);
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (epoll_fd_ < 0 || wake_fd_ < 0) return ErrnoStatus("epoll/eventfd", errno);
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = kListenId;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    ev.data.u64 = kWakeId;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+    running_ = true;
+    loop_ = std::thread([this] { Loop(); });
+    for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
+      workers_.emplace_back([this] { Work(); });
+    }
+    LOG_INFO("{}: listening on {}@tcp:{}", options_.name, listen.addr, port_);
+    return Status::Ok();
+  }
+
+  uint16_t port() const { return port_; }
+
+  void Stop() {
+    if (!running_.exchange(false)) return;
+    uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof one);
+    loop_.join();
+    {
+      std::lock_guard lk(queue_mu_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    for (auto& w : workers_) w.join();
+    workers_.clear();
+    std::lock_guard lk(conns_mu_);
+    for (auto& [id, c] : conns_) close(c->fd);
+    conns_.clear();
+    close(listen_fd_);
+    close(epoll_fd_);
+    close(wake_fd_);
+  }
+
+ private:
+  void Loop() {
+    std::vector<epoll_event> events(256);
+    auto last_sweep = Clock::now();
+    while (running_) {
+      const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 1000);
+      for (int i = 0; i < n; ++i) {
+        const uint64_t id = events[i].data.u64;
+        if (id == kListenId) {
+          Accept();
+        } else if (id != kWakeId) {
+          std::shared_ptr<Conn> c = Find(id);
+          if (c) ReadSome(c);
+        }
+      }
+      if (Clock::now() - last_sweep > std::chrono::seconds(1)) {
+        SweepStalled();
+        last_sweep = Clock::now();
+      }
+    }
+  }
+
+  std::shared_ptr<Conn> Find(uint64_t id) {
+    std::lock_guard lk(conns_mu_);
+    auto it = conns_.find(id);
+    return it == conns_.end() ? nullptr : it->second;
+  }
+
+  void Accept() {
+    for (;;) {
+      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (fd < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+          LOG_WARN("{}: accept: {}", options_.name, strerror(errno));
+        }
+        return;
+      }
+      TuneSocket(fd);
+      auto c = std::make_shared<Conn>();
+      c->fd = fd;
+      c->peer = PeerName(fd);
+      {
+        std::lock_guard lk(conns_mu_);
+        if (static_cast<int>(conns_.size()) >= options_.max_connections) {
+          LOG_WARN("{}: refusing {}: {} connections already", options_.name, c->peer,
+                   conns_.size());
+          close(fd);
+          continue;
+        }
+        c->id = next_id_++;
+        conns_[c->id] = c;
+      }
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+      ev.data.u64 = c->id;
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    }
+  }
+
+  void Rearm(const Conn& c) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+    ev.data.u64 = c.id;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, c.fd, &ev);
+  }
+
+  void Drop(const std::shared_ptr<Conn>& c, std::string_view why) {
+    if (!why.empty()) LOG_WARN("{}: dropping connection from {}: {}", options_.name, c->peer, why);
+    std::lock_guard lk(conns_mu_);
+    if (conns_.erase(c->id)) {
+      epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+      close(c->fd);
+    }
+  }
+
+  // Receives what is available; dispatches a complete frame or rearms for more.
+  void ReadSome(const std::shared_ptr<Conn>& c) {
+    for (;;) {
+      uint8_t* dst = nullptr;
+      size_t want = 0;
+      switch (c->phase) {
+        case Conn::Phase::kHeader:
+          dst = c->hdr_buf + c->got;
+          want = kFrameHeaderSize - c->got;
+          break;
+        case Conn::Phase::kBody:
+          dst = reinterpret_cast<uint8_t*>(c->body.data()) + c->got;
+          want = c->body.size() - c->got;
+          break;
+        case Conn::Phase::kBulk:
+          dst = c->bulk.data() + c->got;
+          want = c->bulk.size() - c->got;
+          break;
+      }
+      if (want > 0) {
+        const ssize_t n = recv(c->fd, dst, want, 0);
+        if (n == 0) {
+          Drop(c, c->MidFrame() ? "peer closed mid-frame" : "");
+          return;
+        }
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            Rearm(*c);
+            return;
+          }
+          Drop(c, std::string("recv: ") + strerror(errno));
+          return;
+        }
+        if (c->got == 0 && c->phase == Conn::Phase::kHeader) c->frame_started = Clock::now();
+        c->got += static_cast<size_t>(n);
+        if (static_cast<size_t>(n) < want) continue;
+      }
+      // The current phase is complete.
+      if (c->phase == Conn::Phase::kHeader) {
+        Result<FrameHeader> h = DecodeHeader(c->hdr_buf, options_.limits);
+        if (!h.ok()) {
+          Drop(c, h.status().ToString());
+          return;
+        }
+        if (h->flags & kFlagReply) {
+          Drop(c, "a reply frame where a request was expected");
+          return;
+        }
+        c->hdr = *h;
+        c->body.resize(c->hdr.body_len);
+        c->phase = Conn::Phase::kBody;
+        c->got = 0;
+      } else if (c->phase == Conn::Phase::kBody) {
+        Status st = VerifyBody(c->hdr, c->body);
+        if (!st.ok()) {
+          Drop(c, st.ToString());
+          return;
+        }
+        c->bulk = Buffer(c->hdr.bulk_len);
+        c->phase = Conn::Phase::kBulk;
+        c->got = 0;
+      } else {
+        c->busy.store(true, std::memory_order_release);
+        {
+          std::lock_guard lk(queue_mu_);
+          ready_.push_back(c);
+        }
+        queue_cv_.notify_one();
+        return;  // not rearmed: the worker does that after replying
+      }
+    }
+  }
+
+  void SweepStalled() {
+    std::vector<std::shared_ptr<Conn>> stalled;
+    const auto limit = std::chrono::milliseconds(options_.stall_timeout_ms);
+    const auto now = Clock::now();
+    {
+      std::lock_guard lk(conns_mu_);
+      for (auto& [id, c] : conns_) {
+        if (!c->busy.load(std::memory_order_acquire) && c->MidFrame() &&
+            now - c->frame_started > limit) {
+          stalled.push_back(c);
+        }
+      }
+    }
+    for (auto& c : stalled) Drop(c, "peer stalled mid-frame");
+  }
+
+  void Work() {
+    for (;;) {
+      std::shared_ptr<Conn> c;
+      {
+        std::unique_lock lk(queue_mu_);
+        queue_cv_.wait(lk, [&] { return stopping_ || !ready_.empty(); });
+        if (stopping_) return;
+        c = std::move(ready_.front());
+        ready_.pop_front();
+      }
+      Handle(c);
+    }
+  }
+
+  Status Dispatch(Conn& c, RpcContext& ctx, std::string* reply) {
+    if (c.hdr.opcode == proto::OP_CONNECT) return HandleConnect(c, reply);
+    if (!c.connected) {
+      return Status(Code::kProtocol, "the first request on a connection must be CONNECT");
+    }
+    if (c.hdr.opcode == proto::OP_PING) {
+      *reply = c.body;  // echoes the Ping message
+      return Status::Ok();
+    }
+    auto it = handlers_.find(c.hdr.opcode);
+    if (it == handlers_.end()) {
+      return Status(Code::kBadOpcode, options_.name + " does not serve opcode " +
+                                          std::to_string(c.hdr.opcode));
+    }
+    try {
+      return it->second(ctx, c.body, reply);
+    } catch (const std::exception& e) {
+      return Status(Code::kInternal, std::string("handler failed: ") + e.what());
+    }
+  }
+
+  Status HandleConnect(Conn& c, std::string* reply) {
+    proto::ConnectRequest req;
+    if (!req.ParseFromString(c.body)) return Status(Code::kProtocol, "bad CONNECT body");
+    if (req.version() != kWireVersion) {
+      return Status(Code::kProtocol, "wire version " + std::to_string(req.version()) +
+                                         " not supported (this server speaks " +
+                                         std::to_string(kWireVersion) + ")");
+    }
+    if (!req.fsname().empty() && !options_.fsname.empty() && req.fsname() != options_.fsname) {
+      return Status(Code::kWrongFs, "this server belongs to filesystem '" + options_.fsname +
+                                        "', not '" + req.fsname() + "'");
+    }
+    c.client_uuid = req.client_uuid();
+    c.connected = true;
+    proto::ConnectReply rep;
+    rep.set_version(kWireVersion);
+    rep.set_server_uuid(options_.server_uuid);
+    rep.set_fsname(options_.fsname);
+    rep.SerializeToString(reply);
+    return Status::Ok();
+  }
+
+  void Handle(const std::shared_ptr<Conn>& c) {
+    RpcContext ctx;
+    ctx.peer = c->peer;
+    ctx.client_uuid = c->client_uuid;
+    ctx.xid = c->hdr.xid;
+    ctx.opcode = c->hdr.opcode;
+    ctx.bulk_in = c->bulk.span();
+    std::string reply;
+    Status st;
+    if (c->hdr.bulk_len > 0 && Crc32c(c->bulk.data(), c->bulk.size()) != c->hdr.bulk_crc) {
+      st = Status(Code::kChecksum, "request bulk checksum mismatch from " + c->peer);
+      LOG_WARN("{}: {}", options_.name, st.message());
+    } else {
+      st = Dispatch(*c, ctx, &reply);
+    }
+    FrameHeader h;
+    h.opcode = c->hdr.opcode;
+    h.xid = c->hdr.xid;
+    h.flags = kFlagReply;
+    h.status = static_cast<int32_t>(st.code());
+    if (!st.ok()) {
+      reply = st.message();
+      ctx.bulk_out = Buffer();
+    }
+    h.body_len = static_cast<uint32_t>(reply.size());
+    h.body_crc = Crc32c(reply.data(), reply.size());
+    h.bulk_len = ctx.bulk_out.size();
+    if (h.bulk_len) {
+      h.flags |= kFlagBulkCrc;
+      h.bulk_crc = Crc32c(ctx.bulk_out.data(), ctx.bulk_out.size());
+    }
+    uint8_t hdr[kFrameHeaderSize];
+    EncodeHeader(h, hdr);
+    iovec iov[3] = {{hdr, sizeof hdr},
+                    {reply.data(), reply.size()},
+                    {ctx.bulk_out.data(), ctx.bulk_out.size()}};
+    c->ResetFrame();
+    Status sent = SendAll(c->fd, iov, h.bulk_len ? 3 : 2,
+                          Clock::now() + std::chrono::milliseconds(options_.stall_timeout_ms));
+    if (!sent.ok()) {
+      Drop(c, "sending reply: " + sent.ToString());
+      return;
+    }
+    if (st.code() == Code::kProtocol && !c->connected) {
+      Drop(c, st.message());
+      return;
+    }
+    c->busy.store(false, std::memory_order_release);
+    Rearm(*c);
+  }
+
+  const ServerOptions options_;
+  std::unordered_map<uint16_t, RawHandler> handlers_;  // written only before Start()
+
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  int wake_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<bool> running_{false};
+  std::thread loop_;
+  std::vector<std::thread> workers_;
+
+  // Never held together.
+  std::mutex conns_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<Conn>> conns_;  // GUARDED_BY(conns_mu_)
+  uint64_t next_id_ = 2;                                        // GUARDED_BY(conns_mu_)
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::shared_ptr<Conn>> ready_;  // GUARDED_BY(queue_mu_)
+  bool stopping_ = false;                    // GUARDED_BY(queue_mu_)
+};
+
+RpcServer::RpcServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+RpcServer::~RpcServer() = default;
+void RpcServer::RegisterRaw(uint16_t opcode, RawHandler handler) {
+  impl_->Register(opcode, std::move(handler));
+}
+Status RpcServer::Start(const Nid& listen) { return impl_->Start(listen); }
+uint16_t RpcServer::port() const { return impl_->port(); }
+void RpcServer::Stop() { impl_->Stop(); }
+
+}  // namespace stria::lnet

@@ -1,1 +1,187 @@
-// in progress
+#include "lnet/socket.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "common/log.h"
+
+namespace stria::lnet {
+namespace {
+
+Result<sockaddr_in> Resolve(const Nid& nid) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(nid.port);
+  if (inet_pton(AF_INET, nid.addr.c_str(), &sa.sin_addr) == 1) return sa;
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const int rc = getaddrinfo(nid.addr.c_str(), nullptr, &hints, &res);
+  if (rc != 0 || res == nullptr) {
+    return Status(Code::kDisconnected,
+                  "cannot resolve " + nid.addr + ": " + std::string(gai_strerror(rc)));
+  }
+  sa.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
+  freeaddrinfo(res);
+  return sa;
+}
+
+int MsLeft(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return left.count() < 0 ? 0 : static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
+}
+
+// Waits for `events` on fd until the deadline. kTimeout when it passes.
+Status WaitFor(int fd, short events, Clock::time_point deadline) {
+  for (;;) {
+    pollfd p{fd, events, 0};
+    const int ms = MsLeft(deadline);
+    const int rc = poll(&p, 1, ms);
+    if (rc > 0) return Status::Ok();
+    if (rc == 0) return Status(Code::kTimeout, "peer did not answer in time");
+    if (errno != EINTR) return ErrnoStatus("poll", errno);
+  }
+}
+
+}  // namespace
+
+void TuneSocket(int fd) {
+  const int flags = fcntl(fd, F_GETFL, 0);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+Result<int> TcpListen(const Nid& nid, int backlog) {
+  STRIA_ASSIGN_OR_RETURN(sockaddr_in sa, Resolve(nid));
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoStatus("socket", errno);
+  int one = 1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0) {
+    Status st = ErrnoStatus("bind " + nid.ToString(), errno);
+    close(fd);
+    return st;
+  }
+  if (listen(fd, backlog) != 0) {
+    Status st = ErrnoStatus("listen " + nid.ToString(), errno);
+    close(fd);
+    return st;
+  }
+  TuneSocket(fd);
+  return fd;
+}
+
+Result<int> TcpConnect(const Nid& nid, int timeout_ms) {
+  STRIA_ASSIGN_OR_RETURN(sockaddr_in sa, Resolve(nid));
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return ErrnoStatus("socket", errno);
+  TuneSocket(fd);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 && errno != EINPROGRESS) {
+    const int err = errno;
+    close(fd);
+    return Status(Code::kDisconnected, "connect " + nid.ToString() + ": " + strerror(err));
+  }
+  Status st = WaitFor(fd, POLLOUT, Clock::now() + std::chrono::milliseconds(timeout_ms));
+  int err = 0;
+  socklen_t len = sizeof err;
+  if (st.ok()) getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+  if (!st.ok() || err != 0) {
+    close(fd);
+    return Status(Code::kDisconnected, "connect " + nid.ToString() + ": " +
+                                           (st.ok() ? strerror(err) : "timed out"));
+  }
+  return fd;
+}
+
+Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline) {
+  while (iovcnt > 0) {
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = static_cast<size_t>(std::min(iovcnt, IOV_MAX));
+    const ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        STRIA_RETURN_IF_ERROR(WaitFor(fd, POLLOUT, deadline));
+        continue;
+      }
+      return Status(Code::kDisconnected, std::string("send: ") + strerror(errno));
+    }
+    size_t left = static_cast<size_t>(n);
+    while (iovcnt > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --iovcnt;
+    }
+    if (iovcnt > 0) {
+      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return Status::Ok();
+}
+
+Status RecvAll(int fd, void* buf, size_t len, Clock::time_point deadline) {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (len > 0) {
+    const ssize_t n = recv(fd, p, len, 0);
+    if (n > 0) {
+      p += n;
+      len -= static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) return Status(Code::kDisconnected, "peer closed the connection");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      STRIA_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline));
+      continue;
+    }
+    return Status(Code::kDisconnected, std::string("recv: ") + strerror(errno));
+  }
+  return Status::Ok();
+}
+
+uint16_t LocalPort(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return 0;
+  return ntohs(sa.sin_port);
+}
+
+std::string PeerName(int fd) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return "?";
+  char buf[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &sa.sin_addr, buf, sizeof buf);
+  return std::string(buf) + ":" + std::to_string(ntohs(sa.sin_port));
+}
+
+void NoteRdmaFallback(const Nid& nid) {
+  if (nid.lnd != Lnd::kO2ib) return;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::error_code ec;
+    const bool has_device = std::filesystem::exists("/sys/class/infiniband", ec) &&
+                            !std::filesystem::is_empty("/sys/class/infiniband", ec);
+    LOG_WARN("{} names the o2ib LND but {}; using TCP to the same address and port",
+             nid.ToString(),
+             has_device ? "the RDMA LND is not built into this release"
+                        : "this machine has no RDMA device (/sys/class/infiniband is empty)");
+  });
+}
+
+}  // namespace stria::lnet
