@@ -166,10 +166,11 @@ int RawConnect(uint16_t port) {
 }
 
 bool PeerClosed(int fd) {
-  char b;
+  char b[4096];
   for (int i = 0; i < 50; ++i) {
-    ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT);
+    ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
     if (n == 0) return true;
+    if (n > 0) continue;  // drain what the server sent before closing
     if (n < 0 && errno != EAGAIN) return true;
     usleep(100 * 1000);
   }
