@@ -11,10 +11,12 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "common/crc32c.h"
 #include "common/log.h"
+#include "lnet/reply_cache.h"
 #include "lnet/socket.h"
 #include "proto/stria.pb.h"
 
@@ -56,7 +58,9 @@ struct Conn {
 
 class RpcServer::Impl {
  public:
-  explicit Impl(ServerOptions options) : options_(std::move(options)) {}
+  explicit Impl(ServerOptions options)
+      : options_(std::move(options)),
+        cached_opcodes_(options_.reply_cache_opcodes.begin(), options_.reply_cache_opcodes.end()) {}
 
   ~Impl() { Stop(); }
 
@@ -299,11 +303,23 @@ class RpcServer::Impl {
       return Status(Code::kBadOpcode, options_.name + " does not serve opcode " +
                                           std::to_string(c.hdr.opcode));
     }
-    try {
-      return it->second(ctx, c.body, reply);
-    } catch (const std::exception& e) {
-      return Status(Code::kInternal, std::string("handler failed: ") + e.what());
+    const bool cached = cached_opcodes_.count(c.hdr.opcode) > 0 && !c.client_uuid.empty();
+    if (cached) {
+      if (std::optional<CachedReply> old = reply_cache_.Begin(c.client_uuid, c.hdr.xid)) {
+        LOG_INFO("{}: resent xid {} from {} answered from the reply cache", options_.name,
+                 c.hdr.xid, c.client_uuid);
+        *reply = std::move(old->body);
+        return old->status;
+      }
     }
+    Status st;
+    try {
+      st = it->second(ctx, c.body, reply);
+    } catch (const std::exception& e) {
+      st = Status(Code::kInternal, std::string("handler failed: ") + e.what());
+    }
+    if (cached) reply_cache_.Complete(c.client_uuid, c.hdr.xid, {st, st.ok() ? *reply : ""});
+    return st;
   }
 
   Status HandleConnect(Conn& c, std::string* reply) {
@@ -381,6 +397,8 @@ class RpcServer::Impl {
 
   const ServerOptions options_;
   std::unordered_map<uint16_t, RawHandler> handlers_;  // written only before Start()
+  const std::unordered_set<uint16_t> cached_opcodes_;
+  ReplyCache reply_cache_;
 
   int listen_fd_ = -1;
   int epoll_fd_ = -1;

@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "common/status.h"
 #include "lnet/buffer.h"
@@ -40,6 +41,9 @@ struct ServerOptions {
   FrameLimits limits;                // per-frame body/bulk limits
   int stall_timeout_ms = 60'000;     // a partly received frame older than this drops the peer
   int max_connections = 4096;
+  // Opcodes whose replies are kept per (client uuid, xid) so that a resend does not run
+  // the request twice (lnet/reply_cache.h): every non-idempotent MDS operation.
+  std::vector<uint16_t> reply_cache_opcodes;
 };
 
 // What a handler knows about the request beyond its message, and where it puts reply bulk.
