@@ -1,0 +1,50 @@
+// FileHandle and DirHandle: what fi->fh points at for an open file or directory.
+//
+// A FileHandle is created by open/create and destroyed by release. Its layout and MDS open
+// handle are fixed at open; the write bookkeeping is atomic, so reads and writes through one
+// handle run concurrently without a lock. Size reports (flush, fsync, release) are serialized
+// by report_mu.
+//
+// A DirHandle caches the entries of one opendir, fetched from the MDS page by page as the
+// kernel's readdir offsets reach them: offset N means "resume at entry N" (entry 0 is ".",
+// 1 is ".."), so a directory of any size is listed completely and consistently, and a
+// rewind (offset 0) refetches. Its mutex serializes readdir calls on one handle.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "client/fuse/inode_table.h"
+#include "proto/stria.pb.h"
+
+namespace stria::client::fuse {
+
+struct FileHandle {
+  std::shared_ptr<Inode> inode;
+  proto::Layout layout;        // fixed at open
+  uint64_t mds_handle = 0;     // from OP_MDS_OPEN; 0 when none was granted
+  int flags = 0;               // open(2) flags
+  bool writable = false;       // counted in inode->writers
+  bool sync_writes = false;    // O_SYNC / O_DSYNC
+
+  std::atomic<bool> dirty{false};          // wrote since the last size report
+  std::atomic<bool> wrote{false};          // wrote at all
+  std::atomic<int64_t> mtime_ns{0};        // time of the last write
+  std::mutex report_mu;                    // serializes size reports
+};
+
+struct DirHandle {
+  uint64_t ino = 0;
+  std::mutex mu;
+  std::vector<proto::DirEntry> entries;  // guarded by mu; [0] ".", [1] ".."
+  std::string cookie;                    // guarded by mu; resume point for the next page
+  bool eof = false;                      // guarded by mu
+  bool loaded = false;                   // guarded by mu; "." and ".." added
+  bool served = false;                   // guarded by mu; a readdir has been answered
+};
+
+}  // namespace stria::client::fuse

@@ -1,0 +1,294 @@
+// The fuse_lowlevel_ops table: thin callbacks that call one StriaFs::Do* each and reply
+// exactly once. fuse_reply_err(req, st.ToErrno()) is the only place an errno is made.
+#include <sys/statvfs.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/fuse/fuse_ops.h"
+#include "common/log.h"
+
+namespace stria::client::fuse {
+
+namespace {
+
+StriaFs* Fs(fuse_req_t req) { return static_cast<StriaFs*>(fuse_req_userdata(req)); }
+FileHandle* Fh(const fuse_file_info* fi) { return reinterpret_cast<FileHandle*>(fi->fh); }
+DirHandle* Dh(const fuse_file_info* fi) { return reinterpret_cast<DirHandle*>(fi->fh); }
+
+void ReplyErr(fuse_req_t req, const Status& st) {
+  if (!st.ok() && st.code() != Code::kNoEnt) LOG_DEBUG("reply {}", st.ToString());
+  fuse_reply_err(req, st.ToErrno());
+}
+
+// Replies with an entry; if the kernel did not take it (interrupted), drops the reference
+// the entry carried so lookup counts stay exact.
+void ReplyEntry(fuse_req_t req, const fuse_entry_param& e) {
+  if (fuse_reply_entry(req, &e) != 0 && e.ino != 0) Fs(req)->inodes().Forget(e.ino, 1);
+}
+
+void Init(void* userdata, fuse_conn_info* conn) { static_cast<StriaFs*>(userdata)->Init(conn); }
+
+void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  fuse_entry_param e;
+  Status st = Fs(req)->DoLookup(req, parent, name, &e);
+  if (!st.ok()) return ReplyErr(req, st);
+  ReplyEntry(req, e);
+}
+
+void Forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  Fs(req)->inodes().Forget(ino, nlookup);
+  fuse_reply_none(req);
+}
+
+void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  for (size_t i = 0; i < count; ++i) Fs(req)->inodes().Forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void Getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  struct stat st;
+  Status s = Fs(req)->DoGetattr(req, ino, &st);
+  if (!s.ok()) return ReplyErr(req, s);
+  fuse_reply_attr(req, &st, Fs(req)->options().attr_timeout_s);
+}
+
+void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,
+             fuse_file_info* fi) {
+  struct stat out;
+  Status s = Fs(req)->DoSetattr(req, ino, *attr, to_set, fi ? Fh(fi) : nullptr, &out);
+  if (!s.ok()) return ReplyErr(req, s);
+  fuse_reply_attr(req, &out, Fs(req)->options().attr_timeout_s);
+}
+
+void Readlink(fuse_req_t req, fuse_ino_t ino) {
+  std::string target;
+  Status s = Fs(req)->DoReadlink(req, ino, &target);
+  if (!s.ok()) return ReplyErr(req, s);
+  fuse_reply_readlink(req, target.c_str());
+}
+
+void Mknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t rdev) {
+  fuse_entry_param e;
+  Status s = Fs(req)->DoCreateNode(req, parent, name, mode, static_cast<uint32_t>(rdev),
+                                   nullptr, &e);
+  if (!s.ok()) return ReplyErr(req, s);
+  ReplyEntry(req, e);
+}
+
+void Mkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
+  fuse_entry_param e;
+  Status s = Fs(req)->DoCreateNode(req, parent, name, S_IFDIR | (mode & 07777), 0, nullptr, &e);
+  if (!s.ok()) return ReplyErr(req, s);
+  ReplyEntry(req, e);
+}
+
+void Symlink(fuse_req_t req, const char* link, fuse_ino_t parent, const char* name) {
+  fuse_entry_param e;
+  Status s = Fs(req)->DoCreateNode(req, parent, name, S_IFLNK | 0777, 0, link, &e);
+  if (!s.ok()) return ReplyErr(req, s);
+  ReplyEntry(req, e);
+}
+
+void Link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t new_parent, const char* name) {
+  fuse_entry_param e;
+  Status s = Fs(req)->DoLink(req, ino, new_parent, name, &e);
+  if (!s.ok()) return ReplyErr(req, s);
+  ReplyEntry(req, e);
+}
+
+void Unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  ReplyErr(req, Fs(req)->DoUnlink(req, parent, name, /*is_dir=*/false));
+}
+
+void Rmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  ReplyErr(req, Fs(req)->DoUnlink(req, parent, name, /*is_dir=*/true));
+}
+
+void Rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
+            const char* new_name, unsigned int flags) {
+  ReplyErr(req, Fs(req)->DoRename(req, parent, name, new_parent, new_name, flags));
+}
+
+void Open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Status s = Fs(req)->DoOpen(req, ino, fi);
+  if (!s.ok()) return ReplyErr(req, s);
+  if (fuse_reply_open(req, fi) != 0) Fs(req)->DoRelease(nullptr, Fh(fi)).IgnoreError();
+}
+
+void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
+            fuse_file_info* fi) {
+  fuse_entry_param e;
+  Status s = Fs(req)->DoCreate(req, parent, name, mode, fi, &e);
+  if (!s.ok()) return ReplyErr(req, s);
+  if (fuse_reply_create(req, &e, fi) != 0) {
+    Fs(req)->DoRelease(nullptr, Fh(fi)).IgnoreError();
+    Fs(req)->inodes().Forget(e.ino, 1);
+  }
+}
+
+// One read buffer per worker thread: the reply is written (copied by the kernel) before the
+// thread takes its next request, so it is reused without allocation.
+std::span<uint8_t> ThreadReadBuffer(size_t size) {
+  thread_local std::unique_ptr<uint8_t[]> buf;
+  thread_local size_t cap = 0;
+  if (cap < size) {
+    buf.reset(new uint8_t[size]);
+    cap = size;
+  }
+  return {buf.get(), size};
+}
+
+void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  if (off < 0) return ReplyErr(req, Status(Code::kInval, "negative offset"));
+  std::span<uint8_t> buf = ThreadReadBuffer(size);
+  auto n = Fs(req)->DoRead(Fh(fi), static_cast<uint64_t>(off), buf);
+  if (!n.ok()) return ReplyErr(req, n.status());
+  fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);
+}
+
+void Write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t off,
+           fuse_file_info* fi) {
+  if (off < 0) return ReplyErr(req, Status(Code::kInval, "negative offset"));
+  Status s = Fs(req)->DoWrite(
+      Fh(fi), static_cast<uint64_t>(off),
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data), size));
+  if (!s.ok()) return ReplyErr(req, s);
+  fuse_reply_write(req, size);
+}
+
+void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  ReplyErr(req, Fs(req)->DoFlush(req, Fh(fi)));
+}
+
+void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  // The kernel ignores release errors; DoRelease logs them.
+  Fs(req)->DoRelease(req, Fh(fi)).IgnoreError();
+  fuse_reply_err(req, 0);
+}
+
+void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
+  ReplyErr(req, Fs(req)->DoFsync(req, Fh(fi), datasync != 0));
+}
+
+void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Status s = Fs(req)->DoOpendir(req, ino, fi);
+  if (!s.ok()) return ReplyErr(req, s);
+  if (fuse_reply_open(req, fi) != 0) delete Dh(fi);
+}
+
+void ReaddirCommon(fuse_req_t req, size_t size, off_t off, fuse_file_info* fi, bool plus) {
+  std::string out;
+  Status s = Fs(req)->DoReaddir(req, Dh(fi), size, off, plus, &out);
+  if (!s.ok()) return ReplyErr(req, s);
+  fuse_reply_buf(req, out.data(), out.size());
+}
+
+void Readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  ReaddirCommon(req, size, off, fi, /*plus=*/false);
+}
+
+void Readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  ReaddirCommon(req, size, off, fi, /*plus=*/true);
+}
+
+void Releasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  delete Dh(fi);
+  fuse_reply_err(req, 0);
+}
+
+void Fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
+  // Every namespace change is durable on the MDS before it is acknowledged.
+  fuse_reply_err(req, 0);
+}
+
+void Statfs(fuse_req_t req, fuse_ino_t ino) {
+  struct statvfs st;
+  Status s = Fs(req)->DoStatfs(req, &st);
+  if (!s.ok()) return ReplyErr(req, s);
+  fuse_reply_statfs(req, &st);
+}
+
+void Setxattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
+              int flags) {
+  ReplyErr(req, Fs(req)->DoSetxattr(req, ino, name, value, size, flags));
+}
+
+void Getxattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  std::string value;
+  size_t full = 0;
+  Status s = Fs(req)->DoGetxattr(req, ino, name, size, &value, &full);
+  if (!s.ok()) return ReplyErr(req, s);
+  if (size == 0) {
+    fuse_reply_xattr(req, full);
+  } else {
+    fuse_reply_buf(req, value.data(), value.size());
+  }
+}
+
+void Listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  std::string names;
+  size_t full = 0;
+  Status s = Fs(req)->DoListxattr(req, ino, size, &names, &full);
+  if (!s.ok()) return ReplyErr(req, s);
+  if (size == 0) {
+    fuse_reply_xattr(req, full);
+  } else {
+    fuse_reply_buf(req, names.data(), names.size());
+  }
+}
+
+void Removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  ReplyErr(req, Fs(req)->DoRemovexattr(req, ino, name));
+}
+
+void Access(fuse_req_t req, fuse_ino_t ino, int mask) {
+  ReplyErr(req, Fs(req)->DoAccess(req, ino, mask));
+}
+
+fuse_lowlevel_ops MakeOps() {
+  fuse_lowlevel_ops ops{};
+  ops.init = Init;
+  ops.lookup = Lookup;
+  ops.forget = Forget;
+  ops.forget_multi = ForgetMulti;
+  ops.getattr = Getattr;
+  ops.setattr = Setattr;
+  ops.readlink = Readlink;
+  ops.mknod = Mknod;
+  ops.mkdir = Mkdir;
+  ops.symlink = Symlink;
+  ops.link = Link;
+  ops.unlink = Unlink;
+  ops.rmdir = Rmdir;
+  ops.rename = Rename;
+  ops.open = Open;
+  ops.create = Create;
+  ops.read = Read;
+  ops.write = Write;
+  ops.flush = Flush;
+  ops.release = Release;
+  ops.fsync = Fsync;
+  ops.opendir = Opendir;
+  ops.readdir = Readdir;
+  ops.readdirplus = Readdirplus;
+  ops.releasedir = Releasedir;
+  ops.fsyncdir = Fsyncdir;
+  ops.statfs = Statfs;
+  ops.setxattr = Setxattr;
+  ops.getxattr = Getxattr;
+  ops.listxattr = Listxattr;
+  ops.removexattr = Removexattr;
+  ops.access = Access;
+  return ops;
+}
+
+}  // namespace
+
+const fuse_lowlevel_ops& StriaFs::Ops() {
+  static const fuse_lowlevel_ops ops = MakeOps();
+  return ops;
+}
+
+}  // namespace stria::client::fuse

@@ -1,0 +1,169 @@
+// StriaFs: open files — open, create, read, write, flush, fsync, release (see fuse_ops.h).
+#include <fcntl.h>
+
+#include <cstring>
+#include <memory>
+
+#include "client/fuse/fuse_ops.h"
+#include "client/fuse/fuse_util.h"
+#include "common/log.h"
+
+namespace stria::client::fuse {
+
+Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_created,
+                           fuse_file_info* fi) {
+  const proto::Credentials cred = CredentialsOf(req);
+  proto::OpenRequest orq;
+  *orq.mutable_cred() = cred;
+  orq.set_ino(ino);
+  orq.set_flags(static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL | (just_created ? O_TRUNC : 0))));
+  proto::OpenReply rep;
+  Status st = client_->MdsCall(proto::OP_MDS_OPEN, orq, &rep);
+  uint64_t mds_handle = 0;
+  proto::Layout layout;
+  uint64_t mds_size = 0;
+  if (st.ok()) {
+    mds_handle = rep.handle();
+    layout = rep.layout();
+    mds_size = rep.attr().size();
+  } else if (just_created && (st.code() == Code::kAccess || st.code() == Code::kPerm)) {
+    // POSIX lets the creator write a file it just created read-only (open(O_CREAT|O_WRONLY,
+    // 0444)): carry on without an MDS handle, with the layout the create returned.
+    auto l = LayoutOf(req, ino);
+    if (!l.ok()) return l.status();
+    layout = *l;
+  } else {
+    return st;
+  }
+
+  std::shared_ptr<Inode> inode = inodes_.Get(ino);
+  if (!inode) inode = std::make_shared<Inode>(ino);  // raced with forget; keep it private
+  auto fh = std::make_unique<FileHandle>();
+  fh->inode = inode;
+  fh->layout = layout;
+  fh->mds_handle = mds_handle;
+  fh->flags = flags;
+  fh->writable = (flags & O_ACCMODE) != O_RDONLY;
+  fh->sync_writes = (flags & (O_SYNC | O_DSYNC)) != 0;
+  if (fh->writable) inode->writers.fetch_add(1);
+  inode->ObserveMdsSize(mds_size);
+  if (layout.objects_size() > 0) inode->set_layout(layout);
+
+  if ((flags & O_TRUNC) && fh->writable && !just_created) {
+    proto::SetattrRequest sr;
+    *sr.mutable_cred() = cred;
+    sr.set_ino(ino);
+    proto::AttrReply arep;
+    if (Status tst = Truncate(req, ino, layout, 0, &sr, &arep); !tst.ok()) {
+      DoRelease(req, fh.release()).IgnoreError();
+      return tst;
+    }
+  }
+  // Close-to-open: the file may have changed elsewhere since this client last opened it.
+  // Unchanged (same size and mtime at the MDS): keep the kernel's page cache. Changed: drop
+  // it (keep_cache = 0) and invalidate the kernel's cached attributes, so reads see the
+  // size the MDS just gave rather than one cached up to attr_timeout ago.
+  const int64_t mtime = rep.attr().mtime_ns();
+  const bool same_size = inode->open_size.exchange(mds_size) == mds_size;
+  const bool same_mtime = inode->open_mtime_ns.exchange(mtime) == mtime;
+  const bool unchanged = st.ok() && !just_created && !(flags & O_TRUNC) && same_size &&
+                         same_mtime;
+  if (!unchanged && !just_created && session_ != nullptr) {
+    fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);  // attributes only
+  }
+  fi->fh = reinterpret_cast<uint64_t>(fh.release());
+  fi->keep_cache = unchanged ? 1 : 0;
+  fi->direct_io = 0;
+  return Status::Ok();
+}
+
+Status StriaFs::DoOpen(fuse_req_t req, uint64_t ino, fuse_file_info* fi) {
+  return OpenHandle(req, ino, fi->flags, /*just_created=*/false, fi);
+}
+
+Status StriaFs::DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
+                         fuse_file_info* fi, fuse_entry_param* e) {
+  Status st = DoCreateNode(req, parent, name, S_IFREG | (mode & 07777), 0, nullptr, e);
+  bool created = true;
+  if (st.code() == Code::kExist && !(fi->flags & O_EXCL)) {
+    // Another client created it between the kernel's lookup and ours: open it instead.
+    created = false;
+    st = DoLookup(req, parent, name, e);
+    if (st.ok() && !S_ISREG(e->attr.st_mode)) {
+      inodes_.Forget(e->ino, 1);
+      return Status(S_ISDIR(e->attr.st_mode) ? Code::kIsDir : Code::kExist, "not a file");
+    }
+  }
+  STRIA_RETURN_IF_ERROR(st);
+  st = OpenHandle(req, e->ino, fi->flags, created, fi);
+  if (!st.ok()) inodes_.Forget(e->ino, 1);  // the entry is not handed to the kernel
+  return st;
+}
+
+Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
+  const uint64_t size = fh->inode->known_size.load();
+  if (offset >= size || fh->layout.objects_size() == 0) return size_t{0};
+  return client_->Read(fh->layout, size, offset, buf);
+}
+
+Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data) {
+  if (data.empty()) return Status::Ok();
+  if (fh->layout.objects_size() == 0) return Status(Code::kIO, "file has no stripe objects");
+  STRIA_RETURN_IF_ERROR(client_->Write(fh->layout, offset, data, fh->sync_writes));
+  fh->inode->NoteWrite(offset + data.size());
+  fh->mtime_ns.store(NowNs());
+  fh->wrote.store(true);
+  fh->dirty.store(true);
+  return Status::Ok();
+}
+
+Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
+  std::lock_guard lock(fh->report_mu);
+  const bool dirty = fh->dirty.exchange(false);
+  if (!close && !dirty) return Status::Ok();
+  if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
+  proto::CloseRequest cr;
+  if (req != nullptr) {
+    *cr.mutable_cred() = CredentialsOf(req);
+  }
+  cr.set_ino(fh->inode->ino);
+  cr.set_handle(close ? fh->mds_handle : 0);
+  // wrote: new writes since the last report (the MDS then takes max(size) and the mtime).
+  cr.set_wrote(dirty);
+  if (dirty) {
+    cr.set_size(fh->inode->written_end.load());
+    cr.set_mtime_ns(fh->mtime_ns.load());
+  }
+  proto::AttrReply rep;
+  Status st = client_->MdsCall(proto::OP_MDS_CLOSE, cr, &rep);
+  if (!st.ok()) {
+    if (dirty) fh->dirty.store(true);  // report again at the next chance
+    return st;
+  }
+  fh->inode->ObserveMdsSize(rep.attr().size());
+  return Status::Ok();
+}
+
+Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
+  return ReportSize(req, fh, /*close=*/false);
+}
+
+Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
+  if (fh->layout.objects_size() > 0) STRIA_RETURN_IF_ERROR(client_->SyncObjects(fh->layout));
+  // The size must be durable too: report what this client wrote (the MDS syncs its WAL).
+  if (fh->writable && fh->inode->written_end.load() > 0) fh->dirty.store(true);
+  return ReportSize(req, fh, /*close=*/false);
+}
+
+Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
+  std::unique_ptr<FileHandle> owned(fh);
+  Status st = ReportSize(req, fh, /*close=*/true);
+  if (fh->writable) fh->inode->writers.fetch_sub(1);
+  if (!st.ok()) {
+    LOG_WARN("close of inode {} (handle {}): {}", fh->inode->ino, fh->mds_handle,
+             st.ToString());
+  }
+  return st;
+}
+
+}  // namespace stria::client::fuse

@@ -1,0 +1,380 @@
+// StriaFs: initialisation and the namespace operations (see fuse_ops.h).
+#include "client/fuse/fuse_ops.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+
+#include <cstring>
+
+#include "client/fuse/fuse_util.h"
+#include "common/log.h"
+
+namespace stria::client::fuse {
+
+namespace {
+
+constexpr size_t kMaxNameLen = 255;
+// Never stored: answered locally so the getxattr the kernel sends before every write
+// (file_remove_privs) costs no MDS round trip.
+constexpr std::string_view kCapabilityXattr = "security.capability";
+
+Status CheckName(const char* name) {
+  const size_t n = std::strlen(name);
+  if (n == 0) return Status(Code::kNoEnt, "empty name");
+  if (n > kMaxNameLen) return Status(Code::kNameTooLong, "name longer than 255 bytes");
+  return Status::Ok();
+}
+
+}  // namespace
+
+StriaFs::StriaFs(Client* client, FsOptions options) : client_(client), options_(options) {}
+
+void StriaFs::Init(fuse_conn_info* conn) {
+  conn->max_write = options_.max_write;
+  // The kernel takes min(its bdi readahead, this); main.cc raised the bdi's beforehand.
+  conn->max_readahead = options_.max_readahead;
+  conn->max_background = options_.max_background;
+  conn->congestion_threshold = options_.max_background * 3 / 4;
+  auto want = [conn](unsigned cap) {
+    if (conn->capable & cap) conn->want |= cap;
+  };
+  want(FUSE_CAP_ASYNC_READ);
+  want(FUSE_CAP_ATOMIC_O_TRUNC);
+  want(FUSE_CAP_PARALLEL_DIROPS);
+  want(FUSE_CAP_READDIRPLUS);
+  want(FUSE_CAP_READDIRPLUS_AUTO);
+  want(FUSE_CAP_AUTO_INVAL_DATA);
+  // Off: writeback caching (close-to-open is ours), splice (no measured gain), local locks
+  // only (no lock callbacks).
+  conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
+                  FUSE_CAP_SPLICE_MOVE | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+  LOG_INFO("FUSE init: max_write {} KiB, max_readahead {} KiB, want 0x{:x}",
+           conn->max_write >> 10, conn->max_readahead >> 10, conn->want);
+}
+
+void StriaFs::FillEntry(const proto::Attr& attr, const proto::Layout* layout,
+                        fuse_entry_param* e) {
+  std::shared_ptr<Inode> inode = inodes_.Ref(attr, layout);
+  std::memset(e, 0, sizeof(*e));
+  e->ino = attr.ino();
+  e->generation = attr.generation();
+  e->attr = AttrToStat(attr, inode->ReportedSize(attr.size()));
+  e->attr_timeout = options_.attr_timeout_s;
+  e->entry_timeout = options_.entry_timeout_s;
+}
+
+Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
+                         fuse_entry_param* e) {
+  STRIA_RETURN_IF_ERROR(CheckName(name));
+  proto::LookupRequest lr;
+  *lr.mutable_cred() = CredentialsOf(req);
+  lr.set_parent(parent);
+  lr.set_name(name);
+  proto::EntryReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LOOKUP, lr, &rep));
+  if (rep.attr().ino() == 0) return Status(Code::kProtocol, "MDS lookup returned inode 0");
+  FillEntry(rep.attr(), &rep.layout(), e);
+  return Status::Ok();
+}
+
+Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
+  proto::GetattrRequest gr;
+  *gr.mutable_cred() = CredentialsOf(req);
+  gr.set_ino(ino);
+  proto::AttrReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
+  uint64_t size = rep.attr().size();
+  if (auto inode = inodes_.Get(ino)) {
+    inode->ObserveMdsSize(size);
+    if (rep.layout().objects_size() > 0) inode->set_layout(rep.layout());
+    size = inode->ReportedSize(size);
+  }
+  *st = AttrToStat(rep.attr(), size);
+  return Status::Ok();
+}
+
+Result<proto::Layout> StriaFs::LayoutOf(fuse_req_t req, uint64_t ino) {
+  auto inode = inodes_.Get(ino);
+  if (inode) {
+    if (auto layout = inode->layout()) return *layout;
+  }
+  proto::GetattrRequest gr;
+  *gr.mutable_cred() = CredentialsOf(req);
+  gr.set_ino(ino);
+  proto::AttrReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
+  if (inode && rep.layout().objects_size() > 0) inode->set_layout(rep.layout());
+  return rep.layout();
+}
+
+Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout,
+                         uint64_t size, proto::SetattrRequest* sr, proto::AttrReply* rep) {
+  if (layout.objects_size() > 0) {
+    STRIA_RETURN_IF_ERROR(client_->TruncateObjects(layout, size));
+  }
+  if (auto inode = inodes_.Get(ino)) inode->NoteTruncate(size);
+  sr->set_valid(sr->valid() | proto::SETATTR_SIZE);
+  sr->mutable_attr()->set_size(size);
+  return client_->MdsCall(proto::OP_MDS_SETATTR, *sr, rep);
+}
+
+Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
+                          FileHandle* fh, struct stat* out) {
+  proto::SetattrRequest sr;
+  *sr.mutable_cred() = CredentialsOf(req);
+  sr.set_ino(ino);
+  uint32_t valid = 0;
+  proto::Attr* a = sr.mutable_attr();
+  a->set_ino(ino);
+  if (to_set & FUSE_SET_ATTR_MODE) {
+    valid |= proto::SETATTR_MODE;
+    a->set_mode(attr.st_mode);
+  }
+  if (to_set & FUSE_SET_ATTR_UID) {
+    valid |= proto::SETATTR_UID;
+    a->set_uid(attr.st_uid);
+  }
+  if (to_set & FUSE_SET_ATTR_GID) {
+    valid |= proto::SETATTR_GID;
+    a->set_gid(attr.st_gid);
+  }
+  if (to_set & FUSE_SET_ATTR_ATIME_NOW) {
+    valid |= proto::SETATTR_ATIME_NOW;
+  } else if (to_set & FUSE_SET_ATTR_ATIME) {
+    valid |= proto::SETATTR_ATIME;
+    a->set_atime_ns(TimespecToNs(attr.st_atim));
+  }
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+    valid |= proto::SETATTR_MTIME_NOW;
+  } else if (to_set & FUSE_SET_ATTR_MTIME) {
+    valid |= proto::SETATTR_MTIME;
+    a->set_mtime_ns(TimespecToNs(attr.st_mtim));
+  }
+  if (to_set & FUSE_SET_ATTR_CTIME) {
+    valid |= proto::SETATTR_CTIME;
+    a->set_ctime_ns(TimespecToNs(attr.st_ctim));
+  }
+  sr.set_valid(valid);
+  proto::AttrReply rep;
+  if (to_set & FUSE_SET_ATTR_SIZE) {
+    if (attr.st_size < 0) return Status(Code::kInval, "negative size");
+    const auto size = static_cast<uint64_t>(attr.st_size);
+    proto::Layout layout;
+    if (fh != nullptr) {
+      layout = fh->layout;
+    } else {
+      // truncate(2) by path: let the MDS check write permission before the objects change.
+      proto::OpenRequest orq;
+      *orq.mutable_cred() = sr.cred();
+      orq.set_ino(ino);
+      orq.set_flags(O_WRONLY);
+      proto::OpenReply orep;
+      STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_OPEN, orq, &orep));
+      layout = orep.layout();
+      proto::CloseRequest cr;
+      *cr.mutable_cred() = sr.cred();
+      cr.set_ino(ino);
+      cr.set_handle(orep.handle());
+      proto::AttrReply crep;
+      if (Status st = client_->MdsCall(proto::OP_MDS_CLOSE, cr, &crep); !st.ok()) {
+        LOG_WARN("close after truncate check of inode {}: {}", ino, st.ToString());
+      }
+    }
+    STRIA_RETURN_IF_ERROR(Truncate(req, ino, layout, size, &sr, &rep));
+  } else {
+    STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_SETATTR, sr, &rep));
+  }
+  uint64_t size = rep.attr().size();
+  if (auto inode = inodes_.Get(ino)) {
+    inode->ObserveMdsSize(size);
+    size = inode->ReportedSize(size);
+  }
+  *out = AttrToStat(rep.attr(), size);
+  return Status::Ok();
+}
+
+Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
+                             uint32_t rdev, const char* symlink_target, fuse_entry_param* e) {
+  STRIA_RETURN_IF_ERROR(CheckName(name));
+  proto::CreateRequest cr;
+  *cr.mutable_cred() = CredentialsOf(req);
+  cr.set_parent(parent);
+  cr.set_name(name);
+  cr.set_mode(mode);
+  cr.set_rdev(rdev);
+  cr.set_exclusive(true);
+  if (symlink_target != nullptr) cr.set_symlink_target(symlink_target);
+  proto::EntryReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_CREATE, cr, &rep));
+  FillEntry(rep.attr(), &rep.layout(), e);
+  return Status::Ok();
+}
+
+Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const char* name,
+                       fuse_entry_param* e) {
+  STRIA_RETURN_IF_ERROR(CheckName(name));
+  proto::LinkRequest lr;
+  *lr.mutable_cred() = CredentialsOf(req);
+  lr.set_ino(ino);
+  lr.set_new_parent(new_parent);
+  lr.set_new_name(name);
+  proto::EntryReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LINK, lr, &rep));
+  FillEntry(rep.attr(), &rep.layout(), e);
+  return Status::Ok();
+}
+
+Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir) {
+  STRIA_RETURN_IF_ERROR(CheckName(name));
+  proto::UnlinkRequest ur;
+  *ur.mutable_cred() = CredentialsOf(req);
+  ur.set_parent(parent);
+  ur.set_name(name);
+  ur.set_is_dir(is_dir);
+  proto::UnlinkReply rep;
+  return client_->MdsCall(proto::OP_MDS_UNLINK, ur, &rep);
+}
+
+Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
+                         uint64_t new_parent, const char* new_name, unsigned int flags) {
+  STRIA_RETURN_IF_ERROR(CheckName(name));
+  STRIA_RETURN_IF_ERROR(CheckName(new_name));
+  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
+    return Status(Code::kInval, "unsupported rename flags");
+  }
+  proto::RenameRequest rr;
+  *rr.mutable_cred() = CredentialsOf(req);
+  rr.set_old_parent(parent);
+  rr.set_old_name(name);
+  rr.set_new_parent(new_parent);
+  rr.set_new_name(new_name);
+  rr.set_flags(flags);
+  proto::RenameReply rep;
+  return client_->MdsCall(proto::OP_MDS_RENAME, rr, &rep);
+}
+
+Status StriaFs::DoReadlink(fuse_req_t req, uint64_t ino, std::string* target) {
+  proto::ReadlinkRequest rr;
+  *rr.mutable_cred() = CredentialsOf(req);
+  rr.set_ino(ino);
+  proto::ReadlinkReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_READLINK, rr, &rep));
+  *target = rep.target();
+  return Status::Ok();
+}
+
+Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
+  proto::StatfsRequest sr;
+  *sr.mutable_cred() = CredentialsOf(req);
+  proto::StatfsReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_STATFS, sr, &rep));
+  std::memset(out, 0, sizeof(*out));
+  out->f_bsize = rep.bsize() ? rep.bsize() : 4096;
+  out->f_frsize = out->f_bsize;
+  out->f_blocks = rep.blocks();
+  out->f_bfree = rep.bfree();
+  out->f_bavail = rep.bavail();
+  out->f_files = rep.files();
+  out->f_ffree = rep.ffree();
+  out->f_favail = rep.ffree();
+  out->f_namemax = rep.namelen() ? rep.namelen() : kMaxNameLen;
+  return Status::Ok();
+}
+
+Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const char* value,
+                           size_t size, int flags) {
+  if (name == kCapabilityXattr) return Status(Code::kNotSup, "file capabilities unsupported");
+  proto::XattrRequest xr;
+  *xr.mutable_cred() = CredentialsOf(req);
+  xr.set_ino(ino);
+  xr.set_name(name);
+  xr.set_value(std::string(value, size));
+  xr.set_flags(static_cast<uint32_t>(flags));
+  proto::XattrReply rep;
+  return client_->MdsCall(proto::OP_MDS_SETXATTR, xr, &rep);
+}
+
+Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_t size,
+                           std::string* value, size_t* full_size) {
+  if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
+  proto::XattrRequest xr;
+  *xr.mutable_cred() = CredentialsOf(req);
+  xr.set_ino(ino);
+  xr.set_name(name);
+  xr.set_size(static_cast<uint32_t>(size));
+  proto::XattrReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETXATTR, xr, &rep));
+  const size_t n = std::max<size_t>(rep.size(), rep.value().size());
+  if (size == 0) {
+    *full_size = n;
+    return Status::Ok();
+  }
+  if (rep.value().size() > size || n > size) {
+    return Status(Code::kRange, "attribute value larger than the buffer");
+  }
+  *value = std::move(*rep.mutable_value());
+  return Status::Ok();
+}
+
+Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::string* names,
+                            size_t* full_size) {
+  proto::XattrRequest xr;
+  *xr.mutable_cred() = CredentialsOf(req);
+  xr.set_ino(ino);
+  xr.set_size(static_cast<uint32_t>(size));
+  proto::XattrReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LISTXATTR, xr, &rep));
+  const size_t n = std::max<size_t>(rep.size(), rep.value().size());
+  if (size == 0) {
+    *full_size = n;
+    return Status::Ok();
+  }
+  if (n > size) return Status(Code::kRange, "attribute list larger than the buffer");
+  *names = std::move(*rep.mutable_value());
+  return Status::Ok();
+}
+
+Status StriaFs::DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name) {
+  if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
+  proto::XattrRequest xr;
+  *xr.mutable_cred() = CredentialsOf(req);
+  xr.set_ino(ino);
+  xr.set_name(name);
+  proto::XattrReply rep;
+  return client_->MdsCall(proto::OP_MDS_REMOVEXATTR, xr, &rep);
+}
+
+Status StriaFs::DoAccess(fuse_req_t req, uint64_t ino, int mask) {
+  const proto::Credentials cred = CredentialsOf(req);
+  proto::GetattrRequest gr;
+  *gr.mutable_cred() = cred;
+  gr.set_ino(ino);
+  proto::AttrReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
+  if (mask == F_OK) return Status::Ok();
+  const uint32_t mode = rep.attr().mode();
+  if (cred.uid() == 0) {
+    // root: everything but executing a file no one may execute.
+    if ((mask & X_OK) && (mode & S_IFMT) != S_IFDIR && (mode & 0111) == 0) {
+      return Status(Code::kAccess, "no execute permission");
+    }
+    return Status::Ok();
+  }
+  uint32_t bits;
+  bool in_group = cred.gid() == rep.attr().gid();
+  for (uint32_t g : cred.groups()) in_group |= g == rep.attr().gid();
+  if (cred.uid() == rep.attr().uid()) {
+    bits = (mode >> 6) & 7;
+  } else if (in_group) {
+    bits = (mode >> 3) & 7;
+  } else {
+    bits = mode & 7;
+  }
+  const uint32_t need = ((mask & R_OK) ? 4 : 0) | ((mask & W_OK) ? 2 : 0) | ((mask & X_OK) ? 1 : 0);
+  if ((bits & need) != need) return Status(Code::kAccess, "permission denied");
+  return Status::Ok();
+}
+
+}  // namespace stria::client::fuse

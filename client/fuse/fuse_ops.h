@@ -1,0 +1,119 @@
+// StriaFs: the FUSE low-level filesystem over libstria (the FUSE client is a thin layer).
+//
+// Each FUSE callback (a static function in fuse_*_ops.cc) fetches the StriaFs from the
+// request's userdata, calls one Do* method that returns a Status, and replies exactly once:
+// the reply for success, or fuse_reply_err(req, status.ToErrno()) — the one place a Status
+// becomes an errno. Credentials of the calling process go into every MDS request.
+//
+// Semantics: close-to-open consistency. A writer reports its size to the MDS at flush,
+// fsync and release (OP_MDS_CLOSE); getattr on a file this client has open for writing shows
+// max(MDS size, highest end written here); reads clamp to the size this client knows. No
+// writeback cache; entry/attr timeouts 1 s, no negative caching. Permissions are enforced
+// by the MDS (no default_permissions).
+//
+// Thread-safety: callbacks run concurrently on libfuse's worker threads. The inode table is
+// sharded; reads and writes touch only their file handle and its Inode (atomics), so the
+// data path takes no global lock.
+#pragma once
+
+#define FUSE_USE_VERSION 314
+#include <fuse_lowlevel.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "client/client.h"
+#include "client/fuse/file_handle.h"
+#include "client/fuse/inode_table.h"
+#include "common/status.h"
+
+namespace stria::client::fuse {
+
+struct FsOptions {
+  double entry_timeout_s = 1.0;       // dentry cache validity
+  double attr_timeout_s = 1.0;        // attribute cache validity
+  uint32_t max_write = 1u << 20;      // bytes per FUSE write
+  uint32_t max_readahead = 8u << 20;  // asked of the kernel (it may grant less)
+  uint32_t max_background = 64;       // async requests (readahead) the kernel keeps in flight
+};
+
+class StriaFs {
+ public:
+  StriaFs(Client* client, FsOptions options);
+
+  // The callback table (fuse_lowlevel_ops) whose userdata is a StriaFs.
+  static const fuse_lowlevel_ops& Ops();
+
+  // The session, for notifications to the kernel (set once, before the loop starts).
+  void set_session(fuse_session* se) { session_ = se; }
+
+  Client* client() { return client_; }
+  InodeTable& inodes() { return inodes_; }
+  const FsOptions& options() const { return options_; }
+
+  // ---- namespace (fuse_ops.cc) ----
+  void Init(fuse_conn_info* conn);
+  Status DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse_entry_param* e);
+  Status DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st);
+  Status DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
+                   FileHandle* fh, struct stat* out);
+  Status DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
+                      uint32_t rdev, const char* symlink_target, fuse_entry_param* e);
+  Status DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const char* name,
+                fuse_entry_param* e);
+  Status DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir);
+  Status DoRename(fuse_req_t req, uint64_t parent, const char* name, uint64_t new_parent,
+                  const char* new_name, unsigned int flags);
+  Status DoReadlink(fuse_req_t req, uint64_t ino, std::string* target);
+  Status DoStatfs(fuse_req_t req, struct statvfs* out);
+  Status DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const char* value,
+                    size_t size, int flags);
+  // Fills *value (size > 0) or *full_size (size == 0, a size query).
+  Status DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_t size,
+                    std::string* value, size_t* full_size);
+  Status DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::string* names,
+                     size_t* full_size);
+  Status DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name);
+  Status DoAccess(fuse_req_t req, uint64_t ino, int mask);
+
+  // ---- files (fuse_file_ops.cc) ----
+  Status DoOpen(fuse_req_t req, uint64_t ino, fuse_file_info* fi);
+  Status DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
+                  fuse_file_info* fi, fuse_entry_param* e);
+  Result<size_t> DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf);
+  Status DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data);
+  Status DoFlush(fuse_req_t req, FileHandle* fh);
+  Status DoRelease(fuse_req_t req, FileHandle* fh);
+  Status DoFsync(fuse_req_t req, FileHandle* fh, bool datasync);
+
+  // ---- directories (fuse_dir_ops.cc) ----
+  Status DoOpendir(fuse_req_t req, uint64_t ino, fuse_file_info* fi);
+  // Fills out (at most `size` bytes) with entries from index `offset` on.
+  Status DoReaddir(fuse_req_t req, DirHandle* dh, size_t size, off_t offset, bool plus,
+                   std::string* out);
+
+  // Fills a fuse_entry_param for an MDS entry and takes one lookup reference (Ref).
+  void FillEntry(const proto::Attr& attr, const proto::Layout* layout, fuse_entry_param* e);
+
+ private:
+  // Opens an MDS handle on `ino`, builds the FileHandle and applies O_TRUNC.
+  Status OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_created,
+                    fuse_file_info* fi);
+  // The layout of a regular file: cached on the inode, else from the MDS.
+  Result<proto::Layout> LayoutOf(fuse_req_t req, uint64_t ino);
+  // Sends this client's size for fh's file to the MDS (OP_MDS_CLOSE); close=true also
+  // closes the MDS open handle.
+  Status ReportSize(fuse_req_t req, FileHandle* fh, bool close);
+  // Truncates the objects of `layout` and sets the MDS size (plus any other SETATTR bits).
+  Status Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout, uint64_t size,
+                  proto::SetattrRequest* sr, proto::AttrReply* rep);
+  Status FetchDirPage(fuse_req_t req, DirHandle* dh, bool plus);
+
+  Client* const client_;
+  const FsOptions options_;
+  fuse_session* session_ = nullptr;
+  InodeTable inodes_;
+};
+
+}  // namespace stria::client::fuse

@@ -1,0 +1,99 @@
+#include "client/fuse/inode_table.h"
+
+#include <algorithm>
+
+namespace stria::client::fuse {
+
+namespace {
+
+void AtomicMax(std::atomic<uint64_t>& a, uint64_t v) {
+  uint64_t cur = a.load(std::memory_order_relaxed);
+  while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+void Inode::ObserveMdsSize(uint64_t mds_size) {
+  if (writers.load() > 0) {
+    AtomicMax(known_size, mds_size);
+  } else {
+    known_size.store(mds_size);
+  }
+}
+
+void Inode::NoteWrite(uint64_t end) {
+  AtomicMax(known_size, end);
+  AtomicMax(written_end, end);
+}
+
+void Inode::NoteTruncate(uint64_t size) {
+  known_size.store(size);
+  written_end.store(size);
+}
+
+uint64_t Inode::ReportedSize(uint64_t mds_size) const {
+  if (writers.load() > 0) return std::max(mds_size, known_size.load());
+  return mds_size;
+}
+
+std::optional<proto::Layout> Inode::layout() const {
+  std::lock_guard lock(mu_);
+  return layout_;
+}
+
+void Inode::set_layout(const proto::Layout& layout) {
+  std::lock_guard lock(mu_);
+  layout_ = layout;
+}
+
+InodeTable::InodeTable() {
+  // The root is known from the start and never forgotten.
+  Entry root;
+  root.inode = std::make_shared<Inode>(kRootIno);
+  root.nlookup = 1;
+  ShardOf(kRootIno).map.emplace(kRootIno, std::move(root));
+}
+
+std::shared_ptr<Inode> InodeTable::Get(uint64_t ino) const {
+  Shard& s = ShardOf(ino);
+  std::lock_guard lock(s.mu);
+  auto it = s.map.find(ino);
+  return it == s.map.end() ? nullptr : it->second.inode;
+}
+
+std::shared_ptr<Inode> InodeTable::Ref(const proto::Attr& attr, const proto::Layout* layout) {
+  std::shared_ptr<Inode> inode;
+  {
+    Shard& s = ShardOf(attr.ino());
+    std::lock_guard lock(s.mu);
+    Entry& e = s.map[attr.ino()];
+    if (!e.inode) e.inode = std::make_shared<Inode>(attr.ino());
+    ++e.nlookup;
+    inode = e.inode;
+  }
+  inode->ObserveMdsSize(attr.size());
+  if (layout != nullptr && layout->objects_size() > 0) inode->set_layout(*layout);
+  return inode;
+}
+
+void InodeTable::Forget(uint64_t ino, uint64_t nlookup) {
+  Shard& s = ShardOf(ino);
+  std::lock_guard lock(s.mu);
+  auto it = s.map.find(ino);
+  if (it == s.map.end()) return;
+  Entry& e = it->second;
+  e.nlookup = nlookup >= e.nlookup ? 0 : e.nlookup - nlookup;
+  if (e.nlookup == 0 && ino != kRootIno) s.map.erase(it);
+}
+
+size_t InodeTable::size() const {
+  size_t n = 0;
+  for (const Shard& s : shards_) {
+    std::lock_guard lock(s.mu);
+    n += s.map.size();
+  }
+  return n;
+}
+
+}  // namespace stria::client::fuse

@@ -1,0 +1,96 @@
+// InodeTable: the FUSE client's view of the inodes the kernel holds references to.
+//
+// Each Inode is keyed by its MDS inode number (= the FUSE node id; the root is 1) and carries
+// the kernel's lookup count, the file's cached layout and what this client knows of its size
+// beyond the MDS (the highest end written here while open for writing). An entry is created
+// by the first reply that hands the inode to the kernel (lookup, create, mkdir, readdirplus,
+// ...) with Ref(), and erased when forget drops its lookup count to zero. Open file handles
+// hold shared_ptrs, so an Inode outlives its table entry while a file is open.
+//
+// The table is split in shards, each with its own mutex, so no lock is global; the data path
+// (read/write) reaches its Inode through the file handle and takes no table lock at all.
+// Lock order: a shard mutex, then Inode::mu; never two shard mutexes.
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
+#include "proto/stria.pb.h"
+
+namespace stria::client::fuse {
+
+inline constexpr uint64_t kRootIno = 1;
+
+struct Inode {
+  explicit Inode(uint64_t ino_) : ino(ino_) {}
+
+  const uint64_t ino;
+
+  // Size this client knows: the MDS size, raised by writes made here while the file is open
+  // for writing (reads clamp to it; getattr reports max(MDS size, it) while writers > 0).
+  std::atomic<uint64_t> known_size{0};
+  // Highest end written through this client since the last truncate (reported at close).
+  std::atomic<uint64_t> written_end{0};
+  // Open handles of this client that may write.
+  std::atomic<int> writers{0};
+  // (size, mtime) the MDS gave at this client's latest open: if the next open sees the
+  // same, the kernel's page cache of the file is still valid (keep_cache).
+  std::atomic<uint64_t> open_size{0};
+  std::atomic<int64_t> open_mtime_ns{-1};
+
+  // Folds an MDS size into known_size.
+  void ObserveMdsSize(uint64_t mds_size);
+  // Raises known_size and written_end to `end` after a write.
+  void NoteWrite(uint64_t end);
+  // After a truncate to `size` made by this client.
+  void NoteTruncate(uint64_t size);
+  // The size getattr should report for an MDS size.
+  uint64_t ReportedSize(uint64_t mds_size) const;
+
+  // The file's layout, once an MDS reply carried one.
+  std::optional<proto::Layout> layout() const;
+  void set_layout(const proto::Layout& layout);
+
+ private:
+  mutable std::mutex mu_;
+  std::optional<proto::Layout> layout_;  // guarded by mu_
+};
+
+class InodeTable {
+ public:
+  InodeTable();
+
+  // The inode if the kernel holds it (or an open handle made it known), else null.
+  std::shared_ptr<Inode> Get(uint64_t ino) const;
+
+  // Hands one more reference of `attr.ino` to the kernel: creates the entry if needed,
+  // increments its lookup count, records the size and, for a file, the layout (may be null).
+  std::shared_ptr<Inode> Ref(const proto::Attr& attr, const proto::Layout* layout);
+
+  // The kernel dropped `nlookup` references. The root is never erased.
+  void Forget(uint64_t ino, uint64_t nlookup);
+
+  size_t size() const;
+
+ private:
+  static constexpr size_t kShards = 64;
+  struct Entry {
+    std::shared_ptr<Inode> inode;
+    uint64_t nlookup = 0;
+  };
+  struct Shard {
+    mutable std::mutex mu;
+    std::unordered_map<uint64_t, Entry> map;  // guarded by mu
+  };
+  Shard& ShardOf(uint64_t ino) const { return shards_[ino % kShards]; }
+
+  mutable std::array<Shard, kShards> shards_;
+};
+
+}  // namespace stria::client::fuse

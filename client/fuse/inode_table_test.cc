@@ -1,0 +1,69 @@
+#include "client/fuse/inode_table.h"
+
+#include <gtest/gtest.h>
+
+namespace stria::client::fuse {
+namespace {
+
+proto::Attr FileAttr(uint64_t ino, uint64_t size) {
+  proto::Attr a;
+  a.set_ino(ino);
+  a.set_mode(0100644);
+  a.set_size(size);
+  return a;
+}
+
+TEST(InodeTable, LookupCountsAndForget) {
+  InodeTable t;
+  EXPECT_NE(t.Get(kRootIno), nullptr);
+  EXPECT_EQ(t.Get(5), nullptr);
+  t.Ref(FileAttr(5, 10), nullptr);
+  t.Ref(FileAttr(5, 10), nullptr);
+  ASSERT_NE(t.Get(5), nullptr);
+  t.Forget(5, 1);
+  EXPECT_NE(t.Get(5), nullptr);
+  t.Forget(5, 1);
+  EXPECT_EQ(t.Get(5), nullptr);
+  t.Forget(5, 3);  // unknown: ignored
+  t.Forget(kRootIno, 100);
+  EXPECT_NE(t.Get(kRootIno), nullptr);
+}
+
+TEST(InodeTable, HandleKeepsInodeAfterForget) {
+  InodeTable t;
+  auto inode = t.Ref(FileAttr(7, 0), nullptr);
+  t.Forget(7, 1);
+  EXPECT_EQ(t.Get(7), nullptr);
+  inode->NoteWrite(100);  // still usable through the handle's reference
+  EXPECT_EQ(inode->known_size.load(), 100u);
+}
+
+TEST(InodeTable, LayoutCached) {
+  InodeTable t;
+  proto::Layout l;
+  l.set_stripe_size(1 << 20);
+  l.add_objects()->set_object_id(9);
+  auto inode = t.Ref(FileAttr(8, 0), &l);
+  ASSERT_TRUE(inode->layout().has_value());
+  EXPECT_EQ(inode->layout()->objects(0).object_id(), 9u);
+}
+
+TEST(Inode, SizeWhileWriting) {
+  Inode i(3);
+  i.ObserveMdsSize(50);
+  EXPECT_EQ(i.ReportedSize(50), 50u);
+  i.writers = 1;
+  i.NoteWrite(200);
+  EXPECT_EQ(i.ReportedSize(50), 200u);   // our writes beyond the MDS size show
+  i.ObserveMdsSize(10);                  // a stale MDS size does not shrink it
+  EXPECT_EQ(i.known_size.load(), 200u);
+  i.NoteTruncate(20);
+  EXPECT_EQ(i.ReportedSize(20), 20u);
+  EXPECT_EQ(i.written_end.load(), 20u);
+  i.writers = 0;
+  i.ObserveMdsSize(5);  // no writer here: the MDS is the truth
+  EXPECT_EQ(i.known_size.load(), 5u);
+}
+
+}  // namespace
+}  // namespace stria::client::fuse

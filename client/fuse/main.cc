@@ -1,0 +1,232 @@
+// stria-fuse and mount.stria: mount a Stria filesystem with FUSE.
+//
+//   stria-fuse DEVICE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]
+//   mount.stria DEVICE DIR [-sfnv] [-o opts]        (what mount -t stria runs)
+//
+// DEVICE is NID[,NID...]:/fsname. Without -f the command returns only once the MGS answered
+// and the mount exists (the daemon carries on in the background), so scripts may use the
+// mount point right away; a wrong DEVICE or an unreachable MGS fails with a message, exit 1.
+// The same main serves both names (argv[0] decides): mount.stria always backgrounds and its
+// -f means "fake" (check everything, mount nothing), as mount(8) helpers do.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "client/fuse/fuse_ops.h"
+#include "client/fuse/mount_options.h"
+#include "client/mount_spec.h"
+#include "common/log.h"
+
+namespace stria::client::fuse {
+namespace {
+
+struct Args {
+  std::string prog = "stria-fuse";
+  std::string device;
+  std::string mountpoint;
+  bool foreground = false;
+  bool debug = false;
+  bool fake = false;
+  bool verbose = false;
+  std::vector<std::string> options;
+};
+
+int Fail(const Args& a, const std::string& msg) {
+  std::fprintf(stderr, "%s: %s\n", a.prog.c_str(), msg.c_str());
+  return 1;
+}
+
+// Raises the kernel readahead of the new mount (its bdi, /sys/class/bdi/MAJ:MIN) to `kb`
+// before the FUSE INIT is answered: the kernel keeps min(bdi readahead, INIT's
+// max_readahead), and a fresh bdi starts at 128 KiB. Best effort (root only).
+void RaiseReadahead(const std::string& mountpoint, unsigned kb) {
+  char real[PATH_MAX];
+  if (realpath(mountpoint.c_str(), real) == nullptr) return;
+  std::ifstream info("/proc/self/mountinfo");
+  std::string line, found;
+  while (std::getline(info, line)) {
+    // id parent MAJ:MIN root mountpoint ... - fstype source opts
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mnt;
+    f >> id >> parent >> dev >> root >> mnt;
+    if (mnt == real && line.find(" - fuse.stria ") != std::string::npos) found = dev;
+  }
+  if (found.empty()) return;
+  std::ofstream ra("/sys/class/bdi/" + found + "/read_ahead_kb");
+  ra << kb << "\n";
+  ra.flush();
+  if (ra) LOG_INFO("readahead of bdi {} set to {} KiB", found, kb);
+}
+
+// Runs the mount; `ready_fd` (>= 0 when a parent waits) gets one byte once mounted.
+int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int ready_fd) {
+  const std::string level = mo.log_level.empty() ? (a.verbose || a.debug ? "debug" : "info")
+                                                 : mo.log_level;
+  // In the background, the terminal sees only warnings and errors until the mount is up;
+  // the daemon's log (log=FILE) then gets `level`.
+  InitLogging(a.prog, ready_fd >= 0 && !a.verbose ? "warn" : level);
+  ClientConfig cfg;
+  cfg.mgs_nids = spec.mgs_nids;
+  cfg.fsname = spec.fsname;
+  cfg.io_threads = mo.io_threads;
+  {
+    // First contact, with a deadline a person waits for.
+    ClientConfig probe = cfg;
+    probe.io_threads = 1;
+    probe.rpc.retry_deadline_ms = mo.connect_timeout_s * 1000;
+    probe.rpc.connect_timeout_ms = std::min(probe.rpc.connect_timeout_ms, probe.rpc.retry_deadline_ms);
+    auto c = Client::Connect(probe);
+    if (!c.ok()) {
+      return Fail(a, "cannot mount " + a.device + ": MGS " + spec.mgs_nids[0].ToString() +
+                         " did not answer: " + c.status().ToString());
+    }
+  }
+  auto client = Client::Connect(cfg);
+  if (!client.ok()) return Fail(a, "cannot mount " + a.device + ": " + client.status().ToString());
+
+  FsOptions fs_opts;
+  StriaFs fs(client->get(), fs_opts);
+
+  const std::string opt_string = mo.FuseOptString();
+  std::vector<std::string> argv_s = {a.prog, "-o", opt_string};
+  if (a.debug) argv_s.push_back("-d");
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  fuse_args args = FUSE_ARGS_INIT(static_cast<int>(argv.size()), argv.data());
+  fuse_session* se = fuse_session_new(&args, &StriaFs::Ops(), sizeof(fuse_lowlevel_ops), &fs);
+  if (se == nullptr) return Fail(a, "bad FUSE options: -o " + opt_string);
+  fs.set_session(se);
+  if (fuse_set_signal_handlers(se) != 0) {
+    fuse_session_destroy(se);
+    return Fail(a, "cannot install signal handlers");
+  }
+  if (fuse_session_mount(se, a.mountpoint.c_str()) != 0) {
+    fuse_remove_signal_handlers(se);
+    fuse_session_destroy(se);
+    return Fail(a, "mounting " + a.device + " on " + a.mountpoint + " failed");
+  }
+  LOG_INFO("mounted {} on {}", a.device, a.mountpoint);
+  RaiseReadahead(a.mountpoint, fs_opts.max_readahead >> 10);
+
+  if (ready_fd >= 0) {
+    // Mounted: let the waiting parent return, and leave the terminal.
+    const char ok = 'k';
+    if (write(ready_fd, &ok, 1) != 1) {
+    }
+    close(ready_fd);
+    const int null_fd = open("/dev/null", O_RDWR);
+    const int log_fd = mo.log_file.empty()
+                           ? -1
+                           : open(mo.log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (null_fd >= 0) {
+      dup2(null_fd, 0);
+      dup2(null_fd, 1);
+      dup2(log_fd >= 0 ? log_fd : null_fd, 2);
+      if (null_fd > 2) close(null_fd);
+    }
+    if (log_fd > 2) close(log_fd);
+    if (std::getenv("STRIA_LOG") == nullptr) spdlog::set_level(spdlog::level::from_str(level));
+    LOG_INFO("mounted {} on {} (pid {})", a.device, a.mountpoint, getpid());
+    if (chdir("/") != 0) {
+    }
+  }
+
+  fuse_loop_config* loop = fuse_loop_cfg_create();
+  fuse_loop_cfg_set_clone_fd(loop, 0);
+  fuse_loop_cfg_set_max_threads(loop, static_cast<unsigned>(mo.max_threads));
+  fuse_loop_cfg_set_idle_threads(loop, static_cast<unsigned>(mo.idle_threads));
+  const int rc = fuse_session_loop_mt(se, loop);
+  fuse_loop_cfg_destroy(loop);
+  LOG_INFO("unmounting {}", a.mountpoint);
+  fuse_session_unmount(se);
+  fuse_remove_signal_handlers(se);
+  fuse_session_destroy(se);
+  fuse_opt_free_args(&args);
+  return rc == 0 ? 0 : 1;
+}
+
+int Main(int argc, char** argv) {
+  Args a;
+  std::string argv0 = argc > 0 ? argv[0] : "stria-fuse";
+  const bool as_mount_helper = argv0.substr(argv0.rfind('/') + 1).starts_with("mount.");
+  a.prog = as_mount_helper ? "mount.stria" : "stria-fuse";
+
+  CLI::App app{as_mount_helper ? "Mount a Stria filesystem (helper for mount -t stria)"
+                               : "Mount a Stria filesystem with FUSE",
+               a.prog};
+  app.add_option("device", a.device, "NID[,NID...]:/fsname, e.g. 127.0.0.1@tcp:988:/training")
+      ->required();
+  app.add_option("mountpoint", a.mountpoint, "the directory to mount on")->required();
+  app.add_option("-o", a.options, "mount options, comma separated")->allow_extra_args(false);
+  if (as_mount_helper) {
+    bool sloppy = false, no_mtab = false;
+    app.add_flag("-s", sloppy, "tolerate unknown options (accepted for mount(8))");
+    app.add_flag("-f", a.fake, "fake: check everything but do not mount");
+    app.add_flag("-n", no_mtab, "do not write /etc/mtab (there is none)");
+    app.add_flag("-v", a.verbose, "verbose");
+  } else {
+    app.add_flag("-f,--foreground", a.foreground, "stay in the foreground");
+    app.add_flag("-d,--debug", a.debug, "FUSE debug output (implies -f)");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (a.debug) a.foreground = true;
+
+  auto spec = ParseMountSpec(a.device);
+  if (!spec.ok()) return Fail(a, spec.status().message());
+  struct stat st;
+  if (stat(a.mountpoint.c_str(), &st) != 0) {
+    return Fail(a, "mount point " + a.mountpoint + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) return Fail(a, "mount point " + a.mountpoint + " is not a directory");
+  auto mo = ParseMountOptions(a.options, a.device, geteuid() == 0);
+  if (!mo.ok()) return Fail(a, mo.status().message());
+  if (a.fake) return 0;
+
+  if (a.foreground) return Serve(a, *spec, *mo, -1);
+
+  // Background: the child mounts and serves; this process waits until the child says the
+  // mount exists (exit 0) or the child fails (its exit status; it printed why).
+  int fds[2];
+  if (pipe(fds) != 0) return Fail(a, std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) return Fail(a, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    close(fds[0]);
+    setsid();
+    _exit(Serve(a, *spec, *mo, fds[1]));
+  }
+  close(fds[1]);
+  char c = 0;
+  ssize_t n;
+  do {
+    n = read(fds[0], &c, 1);
+  } while (n < 0 && errno == EINTR);
+  close(fds[0]);
+  if (n == 1 && c == 'k') return 0;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) return WEXITSTATUS(status);
+  return Fail(a, "the mount daemon died before the mount was ready");
+}
+
+}  // namespace
+}  // namespace stria::client::fuse
+
+int main(int argc, char** argv) { return stria::client::fuse::Main(argc, argv); }

@@ -1,0 +1,106 @@
+#include "client/fuse/mount_options.h"
+
+#include <charconv>
+
+namespace stria::client::fuse {
+
+namespace {
+
+std::vector<std::string> SplitCommas(std::string_view s) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 1 < s.size()) {
+      cur += s[++i];
+    } else if (s[i] == ',') {
+      if (!cur.empty()) out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur += s[i];
+    }
+  }
+  if (!cur.empty()) out.push_back(std::move(cur));
+  return out;
+}
+
+std::string EscapeCommas(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == ',' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+Status ParseInt(std::string_view opt, std::string_view value, int lo, int hi, int* out) {
+  int v = 0;
+  auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+  if (ec != std::errc() || p != value.data() + value.size() || v < lo || v > hi) {
+    return Status(Code::kInval, "option " + std::string(opt) + "=" + std::string(value) +
+                                    ": expected a number from " + std::to_string(lo) + " to " +
+                                    std::to_string(hi));
+  }
+  *out = v;
+  return Status::Ok();
+}
+
+bool IsFstabOnly(std::string_view o) {
+  return o == "defaults" || o == "auto" || o == "noauto" || o == "_netdev" || o == "nofail" ||
+         o == "user" || o == "users" || o == "nouser" || o == "owner" || o == "group" ||
+         o.starts_with("x-") || o.starts_with("comment=");
+}
+
+}  // namespace
+
+std::string MountOptions::FuseOptString() const {
+  std::string s;
+  for (const auto& o : fuse_opts) {
+    if (!s.empty()) s += ',';
+    s += o;
+  }
+  return s;
+}
+
+Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_args,
+                                       std::string_view device, bool is_root) {
+  MountOptions m;
+  bool allow_other = is_root;
+  bool have_fsname = false, have_subtype = false;
+  for (const std::string& arg : option_args) {
+    for (const std::string& o : SplitCommas(arg)) {
+      const size_t eq = o.find('=');
+      const std::string key = o.substr(0, eq);
+      const std::string value = eq == std::string::npos ? "" : o.substr(eq + 1);
+      if (IsFstabOnly(o)) continue;
+      if (key == "io_threads") {
+        STRIA_RETURN_IF_ERROR(ParseInt(key, value, 1, 1024, &m.io_threads));
+      } else if (key == "max_threads") {
+        STRIA_RETURN_IF_ERROR(ParseInt(key, value, 2, 4096, &m.max_threads));
+      } else if (key == "idle_threads") {
+        STRIA_RETURN_IF_ERROR(ParseInt(key, value, 1, 4096, &m.idle_threads));
+      } else if (key == "connect_timeout") {
+        STRIA_RETURN_IF_ERROR(ParseInt(key, value, 1, 3600, &m.connect_timeout_s));
+      } else if (key == "log") {
+        if (value.empty()) return Status(Code::kInval, "option log= needs a file name");
+        m.log_file = value;
+      } else if (key == "log_level") {
+        m.log_level = value;
+      } else if (o == "allow_other") {
+        allow_other = true;
+      } else if (o == "noallow_other") {
+        allow_other = false;
+      } else {
+        have_fsname |= key == "fsname";
+        have_subtype |= key == "subtype";
+        m.fuse_opts.push_back(EscapeCommas(o));
+      }
+    }
+  }
+  if (m.idle_threads > m.max_threads) m.idle_threads = m.max_threads;
+  if (!have_fsname) m.fuse_opts.push_back("fsname=" + EscapeCommas(device));
+  if (!have_subtype) m.fuse_opts.push_back("subtype=stria");
+  if (allow_other) m.fuse_opts.push_back("allow_other");
+  return m;
+}
+
+}  // namespace stria::client::fuse

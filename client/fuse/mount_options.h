@@ -1,0 +1,44 @@
+// MountOptions: the `-o opt[,opt...]` of stria-fuse / mount.stria, split into Stria's own
+// options and those passed on to libfuse, with the options every Stria mount carries added:
+// fsname=DEVICE and subtype=stria (so /proc/mounts shows `DEVICE DIR fuse.stria`), and
+// allow_other when root mounts (unless noallow_other). fstab-only words (defaults, _netdev,
+// noauto, nofail, user, x-*, comment=...) are dropped.
+//
+// Stria's options:
+//   io_threads=N        parallel stripe RPCs (libstria ClientConfig::io_threads), default 16
+//   max_threads=N       FUSE worker threads at most, default 64
+//   idle_threads=N      FUSE worker threads kept idle, default 16
+//   connect_timeout=S   seconds to reach the MGS at mount time, default 15
+//   log=FILE            the daemon's log once in the background (default: none)
+//   log_level=LEVEL     trace, debug, info, warn, error
+//   noallow_other       do not add allow_other
+// Thread-safety: values.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace stria::client::fuse {
+
+struct MountOptions {
+  std::vector<std::string> fuse_opts;  // for libfuse, in order; commas in values escaped
+  int io_threads = 16;
+  int max_threads = 64;
+  int idle_threads = 16;
+  int connect_timeout_s = 15;
+  std::string log_file;
+  std::string log_level;
+
+  // "opt1,opt2,..." for libfuse's -o.
+  std::string FuseOptString() const;
+};
+
+// `option_args` are the -o arguments as given (each possibly comma separated). EINVAL with
+// the offending option on a bad value.
+Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_args,
+                                       std::string_view device, bool is_root);
+
+}  // namespace stria::client::fuse

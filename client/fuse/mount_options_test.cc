@@ -1,0 +1,42 @@
+#include "client/fuse/mount_options.h"
+
+#include <gtest/gtest.h>
+
+namespace stria::client::fuse {
+namespace {
+
+TEST(MountOptions, DefaultsForRoot) {
+  auto m = ParseMountOptions({}, "127.0.0.1@tcp:988:/training", true);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->FuseOptString(), "fsname=127.0.0.1@tcp:988:/training,subtype=stria,allow_other");
+  EXPECT_EQ(m->io_threads, 16);
+}
+
+TEST(MountOptions, NonRootGetsNoAllowOther) {
+  auto m = ParseMountOptions({}, "a@tcp:/fs", false);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->FuseOptString(), "fsname=a@tcp:/fs,subtype=stria");
+}
+
+TEST(MountOptions, SplitsOursFromFuseAndDropsFstabWords) {
+  auto m = ParseMountOptions({"rw,defaults,_netdev,io_threads=4", "max_threads=8,noatime",
+                              "x-systemd.automount,log=/tmp/x.log,noallow_other"},
+                             "a@tcp,b@tcp:/fs", true);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->io_threads, 4);
+  EXPECT_EQ(m->max_threads, 8);
+  EXPECT_EQ(m->idle_threads, 8);  // clamped to max_threads
+  EXPECT_EQ(m->log_file, "/tmp/x.log");
+  // The NID list's comma is escaped for libfuse's option parser.
+  EXPECT_EQ(m->FuseOptString(), "rw,noatime,fsname=a@tcp\\,b@tcp:/fs,subtype=stria");
+}
+
+TEST(MountOptions, BadValues) {
+  EXPECT_FALSE(ParseMountOptions({"io_threads=0"}, "a@tcp:/fs", true).ok());
+  EXPECT_FALSE(ParseMountOptions({"io_threads=abc"}, "a@tcp:/fs", true).ok());
+  EXPECT_FALSE(ParseMountOptions({"connect_timeout="}, "a@tcp:/fs", true).ok());
+  EXPECT_FALSE(ParseMountOptions({"log="}, "a@tcp:/fs", true).ok());
+}
+
+}  // namespace
+}  // namespace stria::client::fuse

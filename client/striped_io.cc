@@ -1,0 +1,219 @@
+#include "client/striped_io.h"
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "client/internal/thread_pool.h"
+
+namespace stria::client {
+
+namespace {
+
+proto::ObjectId ObjectOf(const proto::Layout& layout, uint32_t stripe) {
+  const proto::StripeObject& o = layout.objects(static_cast<int>(stripe));
+  proto::ObjectId id;
+  id.set_ost_idx(o.ost_idx());
+  id.set_object_id(o.object_id());
+  id.set_group(o.group());
+  return id;
+}
+
+}  // namespace
+
+std::vector<ObjectIo> PlanStripedIo(const StripeGeometry& g, uint64_t offset, uint64_t length,
+                                    IoKind kind, uint64_t max_rpc_bytes) {
+  std::vector<ObjectIo> plan;
+  if (length == 0) return plan;
+  if (max_rpc_bytes == 0) max_rpc_bytes = UINT64_MAX;
+  std::unordered_map<uint32_t, size_t> last;  // stripe -> index of its latest ObjectIo
+  for (const ObjectExtent& e : MapExtent(g, offset, length)) {
+    auto it = last.find(e.stripe);
+    if (it != last.end()) {
+      ObjectIo& io = plan[it->second];
+      const ObjectIo::Segment& tail = io.segments.back();
+      const bool obj_contig = io.obj_offset + io.length == e.obj_offset;
+      const bool buf_contig = tail.buf_offset + tail.length == e.buf_offset;
+      const bool fits = io.length + e.length <= max_rpc_bytes;
+      if (obj_contig && fits && (kind == IoKind::kWrite || buf_contig)) {
+        io.length += e.length;
+        if (buf_contig) {
+          io.segments.back().length += e.length;
+        } else {
+          io.segments.push_back({e.buf_offset, e.length});
+        }
+        continue;
+      }
+    }
+    // A single chunk larger than max_rpc_bytes is split too.
+    uint64_t done = 0;
+    while (done < e.length) {
+      const uint64_t n = std::min(e.length - done, max_rpc_bytes);
+      ObjectIo io;
+      io.stripe = e.stripe;
+      io.obj_offset = e.obj_offset + done;
+      io.length = n;
+      io.segments.push_back({e.buf_offset + done, n});
+      last[e.stripe] = plan.size();
+      plan.push_back(std::move(io));
+      done += n;
+    }
+  }
+  return plan;
+}
+
+Result<StripeGeometry> LayoutGeometry(const proto::Layout& layout) {
+  if (layout.pattern() != proto::PATTERN_RAID0) {
+    return Status(Code::kInval, "layout pattern " + std::to_string(layout.pattern()) +
+                                    " is not RAID-0");
+  }
+  const int n = layout.objects_size();
+  if (n == 0) return Status(Code::kInval, "layout has no stripe objects");
+  if (layout.stripe_count() > 0 && layout.stripe_count() != n) {
+    return Status(Code::kInval, "layout stripe_count " + std::to_string(layout.stripe_count()) +
+                                    " != " + std::to_string(n) + " objects");
+  }
+  StripeGeometry g;
+  g.stripe_size = layout.stripe_size();
+  g.stripe_count = static_cast<uint32_t>(n);
+  STRIA_RETURN_IF_ERROR(ValidateStripe(g.stripe_size, g.stripe_count));
+  return g;
+}
+
+StripedIo::StripedIo(OstTransport* transport, internal::ThreadPool* pool,
+                     uint64_t max_rpc_bytes)
+    : transport_(transport), pool_(pool), max_rpc_bytes_(max_rpc_bytes) {}
+
+template <typename Req, typename Rep>
+Status StripedIo::Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* rep,
+                       const lnet::CallBulk& bulk) {
+  std::string body, reply;
+  req.SerializeToString(&body);
+  STRIA_RETURN_IF_ERROR(transport_->OstCallRaw(ost_idx, opcode, body, &reply, bulk));
+  if (!rep->ParseFromString(reply)) {
+    return Status(Code::kProtocol, "OST reply does not parse as " + rep->GetTypeName());
+  }
+  return Status::Ok();
+}
+
+Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
+                               uint64_t offset, std::span<uint8_t> buf) {
+  if (buf.empty() || offset >= file_size) return size_t{0};
+  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
+  const uint64_t len = std::min<uint64_t>(buf.size(), file_size - offset);
+  const std::vector<ObjectIo> plan = PlanStripedIo(g, offset, len, IoKind::kRead,
+                                                   max_rpc_bytes_);
+  STRIA_RETURN_IF_ERROR(internal::ParallelFor(pool_, plan.size(), [&](size_t i) -> Status {
+    const ObjectIo& io = plan[i];
+    uint8_t* dst = buf.data() + io.segments.front().buf_offset;
+    proto::OstIoRequest req;
+    *req.mutable_object() = ObjectOf(layout, io.stripe);
+    req.set_offset(io.obj_offset);
+    req.set_length(io.length);
+    size_t got = 0;
+    lnet::CallBulk bulk;
+    bulk.in = std::span<uint8_t>(dst, io.length);
+    bulk.in_len = &got;
+    proto::OstIoReply rep;
+    Status st = Call(req.object().ost_idx(), proto::OP_OST_READ, req, &rep, bulk);
+    if (st.code() == Code::kNoEnt) {
+      got = 0;  // an object never written: all hole
+    } else if (!st.ok()) {
+      return st;
+    }
+    if (got > io.length) {
+      return Status(Code::kProtocol, "OST returned " + std::to_string(got) + " bytes for a " +
+                                         std::to_string(io.length) + "-byte read");
+    }
+    // Inside the file size, what the object lacks is a hole.
+    if (got < io.length) std::memset(dst + got, 0, io.length - got);
+    return Status::Ok();
+  }));
+  return static_cast<size_t>(len);
+}
+
+Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
+                        std::span<const uint8_t> data, bool sync) {
+  if (data.empty()) return Status::Ok();
+  if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
+    return Status(Code::kFBig, "write past the maximum file size");
+  }
+  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
+  const std::vector<ObjectIo> plan = PlanStripedIo(g, offset, data.size(), IoKind::kWrite,
+                                                   max_rpc_bytes_);
+  return internal::ParallelFor(pool_, plan.size(), [&](size_t i) -> Status {
+    const ObjectIo& io = plan[i];
+    std::vector<iovec> iov(io.segments.size());
+    for (size_t s = 0; s < io.segments.size(); ++s) {
+      iov[s].iov_base = const_cast<uint8_t*>(data.data() + io.segments[s].buf_offset);
+      iov[s].iov_len = io.segments[s].length;
+    }
+    proto::OstIoRequest req;
+    *req.mutable_object() = ObjectOf(layout, io.stripe);
+    req.set_offset(io.obj_offset);
+    req.set_length(io.length);
+    req.set_sync(sync);
+    lnet::CallBulk bulk;
+    bulk.out = iov;
+    proto::OstIoReply rep;
+    STRIA_RETURN_IF_ERROR(Call(req.object().ost_idx(), proto::OP_OST_WRITE, req, &rep, bulk));
+    if (rep.length() != io.length) {
+      return Status(Code::kIO, "short write on OST " + std::to_string(req.object().ost_idx()) +
+                                   ": " + std::to_string(rep.length()) + " of " +
+                                   std::to_string(io.length) + " bytes");
+    }
+    return Status::Ok();
+  });
+}
+
+Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size) {
+  if (size > kMaxFileSize) return Status(Code::kFBig, "size past the maximum file size");
+  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
+  return internal::ParallelFor(pool_, g.stripe_count, [&](size_t i) -> Status {
+    const auto stripe = static_cast<uint32_t>(i);
+    proto::OstTruncateRequest req;
+    *req.mutable_object() = ObjectOf(layout, stripe);
+    req.set_size(ObjectSizeForFileSize(g, stripe, size));
+    proto::OstIoReply rep;
+    return Call(req.object().ost_idx(), proto::OP_OST_TRUNCATE, req, &rep);
+  });
+}
+
+Status StripedIo::SyncObjects(const proto::Layout& layout) {
+  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
+  std::map<uint32_t, proto::OstSyncRequest> per_ost;
+  for (uint32_t s = 0; s < g.stripe_count; ++s) {
+    proto::ObjectId id = ObjectOf(layout, s);
+    proto::OstSyncRequest& req = per_ost[id.ost_idx()];
+    req.set_ost_idx(id.ost_idx());
+    *req.add_objects() = std::move(id);
+  }
+  std::vector<const proto::OstSyncRequest*> reqs;
+  for (auto& [idx, req] : per_ost) reqs.push_back(&req);
+  return internal::ParallelFor(pool_, reqs.size(), [&](size_t i) -> Status {
+    proto::OstIoReply rep;
+    return Call(reqs[i]->ost_idx(), proto::OP_OST_SYNC, *reqs[i], &rep);
+  });
+}
+
+Result<uint64_t> StripedIo::GlimpseSize(const proto::Layout& layout) {
+  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
+  std::vector<uint64_t> sizes(g.stripe_count, 0);
+  STRIA_RETURN_IF_ERROR(internal::ParallelFor(pool_, g.stripe_count, [&](size_t i) -> Status {
+    const auto stripe = static_cast<uint32_t>(i);
+    proto::OstGetattrRequest req;
+    *req.mutable_object() = ObjectOf(layout, stripe);
+    proto::OstGetattrReply rep;
+    Status st = Call(req.object().ost_idx(), proto::OP_OST_GETATTR, req, &rep);
+    if (st.code() == Code::kNoEnt) return Status::Ok();
+    STRIA_RETURN_IF_ERROR(st);
+    if (rep.exists()) sizes[i] = FileSizeFromObject(g, stripe, rep.size());
+    return Status::Ok();
+  }));
+  return *std::max_element(sizes.begin(), sizes.end());
+}
+
+}  // namespace stria::client

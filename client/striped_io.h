@@ -1,0 +1,91 @@
+// StripedIo: file data over a RAID-0 layout (common/layout.h), as OST RPCs.
+//
+// One call (a read, a write, a truncate, ...) becomes at most one RPC per object per
+// contiguous object range: the pieces MapExtent yields are merged per object where their
+// object offsets are contiguous (PlanStripedIo). A write's request bulk is gathered with
+// iovecs straight from the caller's buffer; a read's reply bulk lands straight in the
+// caller's buffer, so a read merges only pieces that are contiguous in the buffer too (a
+// reply bulk is one span). The RPCs of one call run in parallel on a bounded thread pool.
+// Bytes an OST returns short inside the file size are holes and read as zeros.
+//
+// StripedIo knows nothing of connections: it sends through an OstTransport (the Client,
+// which maps OST indexes to peers and refreshes the OST table when an OSS moved).
+// Thread-safety: all methods are thread-safe if the transport is.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/layout.h"
+#include "common/status.h"
+#include "lnet/rpc_client.h"
+#include "proto/stria.pb.h"
+
+namespace stria::client {
+
+namespace internal {
+class ThreadPool;
+}
+
+enum class IoKind { kRead, kWrite };
+
+// One RPC of a striped transfer: `length` bytes at `obj_offset` of object `stripe`, taken
+// from (write) or put into (read) the caller's buffer at the segments, in object order.
+struct ObjectIo {
+  struct Segment {
+    uint64_t buf_offset = 0;
+    uint64_t length = 0;
+    bool operator==(const Segment&) const = default;
+  };
+  uint32_t stripe = 0;
+  uint64_t obj_offset = 0;
+  uint64_t length = 0;
+  std::vector<Segment> segments;  // lengths sum to `length`; one segment for a read
+};
+
+// Plans the RPCs for file range [offset, offset+length): pieces of one object merge while
+// their object offsets are contiguous and the RPC stays within max_rpc_bytes; for a read
+// they must also be contiguous in the buffer. Order: by first appearance in the file range.
+std::vector<ObjectIo> PlanStripedIo(const StripeGeometry& g, uint64_t offset, uint64_t length,
+                                    IoKind kind, uint64_t max_rpc_bytes);
+
+// The geometry of a file layout, checked: RAID-0, stripe_count equal to the number of
+// objects (>= 1), a valid stripe size. EINVAL with a reason otherwise.
+Result<StripeGeometry> LayoutGeometry(const proto::Layout& layout);
+
+// Where OST RPCs go. Implemented by the Client.
+class OstTransport {
+ public:
+  virtual ~OstTransport() = default;
+  // One RPC to OST `ost_idx`, retried/redirected as the implementation sees fit.
+  virtual Status OstCallRaw(uint32_t ost_idx, uint16_t opcode, std::string_view request,
+                            std::string* reply, const lnet::CallBulk& bulk) = 0;
+};
+
+class StripedIo {
+ public:
+  // pool may be null (everything then runs on the calling thread).
+  StripedIo(OstTransport* transport, internal::ThreadPool* pool, uint64_t max_rpc_bytes);
+
+  Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
+                      std::span<uint8_t> buf);
+  Status Write(const proto::Layout& layout, uint64_t offset, std::span<const uint8_t> data,
+               bool sync);
+  Status TruncateObjects(const proto::Layout& layout, uint64_t size);
+  Status SyncObjects(const proto::Layout& layout);
+  Result<uint64_t> GlimpseSize(const proto::Layout& layout);
+
+ private:
+  template <typename Req, typename Rep>
+  Status Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* rep,
+              const lnet::CallBulk& bulk = {});
+
+  OstTransport* const transport_;
+  internal::ThreadPool* const pool_;
+  const uint64_t max_rpc_bytes_;
+};
+
+}  // namespace stria::client

@@ -1,0 +1,360 @@
+// StripedIo: the arithmetic of which RPCs a read or write produces (PlanStripedIo), and the
+// data path over an in-memory OstTransport standing in for the network (the transport is
+// our own seam; the real OSS path is covered by client_cluster_test).
+#include "client/striped_io.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <random>
+
+#include "client/internal/thread_pool.h"
+
+namespace stria::client {
+namespace {
+
+constexpr uint64_t kS = 64 << 10;  // the smallest stripe size
+
+using Seg = ObjectIo::Segment;
+
+TEST(PlanStripedIo, EmptyRangeNoRpc) {
+  EXPECT_TRUE(PlanStripedIo({kS, 4}, 123, 0, IoKind::kRead, 0).empty());
+}
+
+TEST(PlanStripedIo, SingleStripeMergesEverything) {
+  // 10 chunks of one object: one RPC, one segment, for reads and writes alike.
+  for (IoKind kind : {IoKind::kRead, IoKind::kWrite}) {
+    auto plan = PlanStripedIo({kS, 1}, 100, 10 * kS, kind, 0);
+    ASSERT_EQ(plan.size(), 1u);
+    EXPECT_EQ(plan[0].stripe, 0u);
+    EXPECT_EQ(plan[0].obj_offset, 100u);
+    EXPECT_EQ(plan[0].length, 10 * kS);
+    ASSERT_EQ(plan[0].segments.size(), 1u);
+    EXPECT_EQ(plan[0].segments[0], (Seg{0, 10 * kS}));
+  }
+}
+
+TEST(PlanStripedIo, WriteGathersOneRpcPerObject) {
+  // 8 full chunks over 4 objects: each object gets chunks k and k+4, contiguous in the
+  // object, so one RPC per object with two buffer segments.
+  auto plan = PlanStripedIo({kS, 4}, 0, 8 * kS, IoKind::kWrite, 0);
+  ASSERT_EQ(plan.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(plan[i].stripe, i);
+    EXPECT_EQ(plan[i].obj_offset, 0u);
+    EXPECT_EQ(plan[i].length, 2 * kS);
+    ASSERT_EQ(plan[i].segments.size(), 2u);
+    EXPECT_EQ(plan[i].segments[0], (Seg{i * kS, kS}));
+    EXPECT_EQ(plan[i].segments[1], (Seg{(i + 4) * kS, kS}));
+  }
+}
+
+TEST(PlanStripedIo, ReadMergesOnlyBufferContiguous) {
+  // Same range as a read: a reply bulk is one span, so each chunk is its own RPC.
+  auto plan = PlanStripedIo({kS, 4}, 0, 8 * kS, IoKind::kRead, 0);
+  ASSERT_EQ(plan.size(), 8u);
+  for (const ObjectIo& io : plan) EXPECT_EQ(io.segments.size(), 1u);
+  EXPECT_EQ(plan[5].stripe, 1u);
+  EXPECT_EQ(plan[5].obj_offset, kS);
+  EXPECT_EQ(plan[5].segments[0], (Seg{5 * kS, kS}));
+}
+
+TEST(PlanStripedIo, UnalignedRangeAcrossStripes) {
+  // [S-1, 2S+1) over 3 objects: 1 byte of obj 0, all of obj 1's first chunk, 1 byte of obj 2.
+  auto plan = PlanStripedIo({kS, 3}, kS - 1, kS + 2, IoKind::kWrite, 0);
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_EQ(plan[0].stripe, 0u);
+  EXPECT_EQ(plan[0].obj_offset, kS - 1);
+  EXPECT_EQ(plan[0].length, 1u);
+  EXPECT_EQ(plan[1].stripe, 1u);
+  EXPECT_EQ(plan[1].obj_offset, 0u);
+  EXPECT_EQ(plan[1].length, kS);
+  EXPECT_EQ(plan[1].segments[0], (Seg{1, kS}));
+  EXPECT_EQ(plan[2].stripe, 2u);
+  EXPECT_EQ(plan[2].obj_offset, 0u);
+  EXPECT_EQ(plan[2].length, 1u);
+  EXPECT_EQ(plan[2].segments[0], (Seg{kS + 1, 1}));
+}
+
+TEST(PlanStripedIo, SecondRowStartsMidObject) {
+  // A range beginning in row 1 of a 2-stripe file lands at object offset S + in-chunk.
+  auto plan = PlanStripedIo({kS, 2}, 2 * kS + 10, 20, IoKind::kRead, 0);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].stripe, 0u);
+  EXPECT_EQ(plan[0].obj_offset, kS + 10);
+}
+
+TEST(PlanStripedIo, MaxRpcBytesSplits) {
+  // One object, 5 chunks, at most 2 chunks per RPC: 2 + 2 + 1.
+  auto plan = PlanStripedIo({kS, 1}, 0, 5 * kS, IoKind::kWrite, 2 * kS);
+  ASSERT_EQ(plan.size(), 3u);
+  EXPECT_EQ(plan[0].length, 2 * kS);
+  EXPECT_EQ(plan[1].obj_offset, 2 * kS);
+  EXPECT_EQ(plan[2].length, kS);
+  // A chunk bigger than the limit is cut.
+  auto big = PlanStripedIo({4 * kS, 1}, 0, 4 * kS, IoKind::kRead, kS);
+  ASSERT_EQ(big.size(), 4u);
+  EXPECT_EQ(big[3].obj_offset, 3 * kS);
+  EXPECT_EQ(big[3].segments[0], (Seg{3 * kS, kS}));
+}
+
+TEST(PlanStripedIo, CoversEveryByteOnce) {
+  std::mt19937_64 rng(7);
+  for (int iter = 0; iter < 300; ++iter) {
+    const StripeGeometry g{kS * (1 + rng() % 3), static_cast<uint32_t>(1 + rng() % 6)};
+    const uint64_t off = rng() % (20 * kS);
+    const uint64_t len = rng() % (12 * kS);
+    const IoKind kind = iter % 2 ? IoKind::kRead : IoKind::kWrite;
+    const auto plan = PlanStripedIo(g, off, len, kind, (1 + rng() % 4) * kS);
+    std::vector<int> seen(len, 0);
+    for (const ObjectIo& io : plan) {
+      uint64_t sum = 0, obj = io.obj_offset;
+      for (const Seg& s : io.segments) {
+        for (uint64_t b = 0; b < s.length; ++b) {
+          ++seen[s.buf_offset + b];
+          uint32_t stripe;
+          ASSERT_EQ(ObjectOffset(g, off + s.buf_offset + b, &stripe), obj + b);
+          ASSERT_EQ(stripe, io.stripe);
+        }
+        obj += s.length;
+        sum += s.length;
+      }
+      EXPECT_EQ(sum, io.length);
+      if (kind == IoKind::kRead) {
+        EXPECT_EQ(io.segments.size(), 1u);
+      }
+    }
+    for (uint64_t b = 0; b < len; ++b) ASSERT_EQ(seen[b], 1) << "byte " << b;
+  }
+}
+
+TEST(LayoutGeometry, Checks) {
+  proto::Layout l;
+  l.set_pattern(proto::PATTERN_RAID0);
+  l.set_stripe_size(kS);
+  EXPECT_FALSE(LayoutGeometry(l).ok());  // no objects
+  l.add_objects()->set_ost_idx(0);
+  l.add_objects()->set_ost_idx(1);
+  l.set_stripe_count(2);
+  auto g = LayoutGeometry(l);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->stripe_count, 2u);
+  l.set_stripe_count(3);
+  EXPECT_FALSE(LayoutGeometry(l).ok());
+  l.set_stripe_count(2);
+  l.set_stripe_size(1000);
+  EXPECT_FALSE(LayoutGeometry(l).ok());
+}
+
+// Objects kept in memory, keyed by (ost, id); counts RPCs.
+class MemoryOsts : public OstTransport {
+ public:
+  Status OstCallRaw(uint32_t ost_idx, uint16_t opcode, std::string_view request,
+                    std::string* reply, const lnet::CallBulk& bulk) override {
+    std::lock_guard lock(mu_);
+    ++rpcs_[opcode];
+    switch (opcode) {
+      case proto::OP_OST_WRITE: {
+        proto::OstIoRequest req;
+        req.ParseFromArray(request.data(), static_cast<int>(request.size()));
+        auto& obj = objects_[Key(req.object())];
+        if (obj.size() < req.offset() + req.length()) obj.resize(req.offset() + req.length());
+        uint64_t pos = req.offset();
+        for (const iovec& v : bulk.out) {
+          std::memcpy(obj.data() + pos, v.iov_base, v.iov_len);
+          pos += v.iov_len;
+        }
+        EXPECT_EQ(pos, req.offset() + req.length());
+        proto::OstIoReply rep;
+        rep.set_length(req.length());
+        rep.set_object_size(obj.size());
+        rep.SerializeToString(reply);
+        return Status::Ok();
+      }
+      case proto::OP_OST_READ: {
+        proto::OstIoRequest req;
+        req.ParseFromArray(request.data(), static_cast<int>(request.size()));
+        auto it = objects_.find(Key(req.object()));
+        if (it == objects_.end()) return Status(Code::kNoEnt, "no object");
+        const auto& obj = it->second;
+        uint64_t n = 0;
+        if (req.offset() < obj.size()) n = std::min<uint64_t>(req.length(), obj.size() - req.offset());
+        n = std::min<uint64_t>(n, bulk.in.size());
+        std::memcpy(bulk.in.data(), obj.data() + req.offset(), n);
+        // Garbage past what was returned must not show through.
+        std::memset(bulk.in.data() + n, 0xEE, bulk.in.size() - n);
+        *bulk.in_len = n;
+        proto::OstIoReply rep;
+        rep.set_length(n);
+        rep.SerializeToString(reply);
+        return Status::Ok();
+      }
+      case proto::OP_OST_TRUNCATE: {
+        proto::OstTruncateRequest req;
+        req.ParseFromArray(request.data(), static_cast<int>(request.size()));
+        objects_[Key(req.object())].resize(req.size());
+        proto::OstIoReply().SerializeToString(reply);
+        return Status::Ok();
+      }
+      case proto::OP_OST_GETATTR: {
+        proto::OstGetattrRequest req;
+        req.ParseFromArray(request.data(), static_cast<int>(request.size()));
+        proto::OstGetattrReply rep;
+        auto it = objects_.find(Key(req.object()));
+        rep.set_exists(it != objects_.end());
+        if (it != objects_.end()) rep.set_size(it->second.size());
+        rep.SerializeToString(reply);
+        return Status::Ok();
+      }
+      case proto::OP_OST_SYNC: {
+        proto::OstSyncRequest req;
+        req.ParseFromArray(request.data(), static_cast<int>(request.size()));
+        EXPECT_EQ(req.ost_idx(), ost_idx);
+        synced_objects_ += req.objects_size();
+        proto::OstIoReply().SerializeToString(reply);
+        return Status::Ok();
+      }
+    }
+    return Status(Code::kBadOpcode, "unexpected opcode");
+  }
+
+  int rpcs(uint16_t op) {
+    std::lock_guard lock(mu_);
+    return rpcs_[op];
+  }
+  void ResetCounts() {
+    std::lock_guard lock(mu_);
+    rpcs_.clear();
+  }
+  int synced_objects_ = 0;
+
+ private:
+  static std::pair<uint32_t, uint64_t> Key(const proto::ObjectId& id) {
+    return {id.ost_idx(), id.object_id()};
+  }
+  std::mutex mu_;
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<uint8_t>> objects_;
+  std::map<uint16_t, int> rpcs_;
+};
+
+proto::Layout MakeLayout(uint64_t stripe_size, uint32_t count, uint32_t first_ost,
+                         uint32_t num_osts) {
+  proto::Layout l;
+  l.set_pattern(proto::PATTERN_RAID0);
+  l.set_stripe_size(stripe_size);
+  l.set_stripe_count(static_cast<int>(count));
+  for (uint32_t i = 0; i < count; ++i) {
+    auto* o = l.add_objects();
+    o->set_ost_idx((first_ost + i) % num_osts);
+    o->set_object_id(1000 + i);
+  }
+  return l;
+}
+
+std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
+  std::vector<uint8_t> v(n);
+  std::mt19937_64 rng(seed);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+TEST(StripedIo, RoundTripAwkwardSizes) {
+  internal::ThreadPool pool(4);
+  for (uint32_t count : {1u, 2u, 3u, 8u}) {
+    MemoryOsts osts;
+    StripedIo io(&osts, &pool, 64ull << 20);
+    const auto layout = MakeLayout(kS, count, 1, 4);
+    std::vector<uint8_t> file;  // the model
+    uint64_t offset = 0;
+    for (uint64_t len : {uint64_t{0}, uint64_t{1}, kS - 1, kS, kS + 1, 3 * kS + 17,
+                         uint64_t{count} * kS * 2 + 5}) {
+      const auto data = Pattern(len, len + count);
+      ASSERT_TRUE(io.Write(layout, offset, data, false).ok());
+      if (file.size() < offset + len) file.resize(offset + len);
+      std::copy(data.begin(), data.end(), file.begin() + offset);
+      offset += len;
+    }
+    std::vector<uint8_t> back(file.size() + 100, 0xAB);
+    auto n = io.Read(layout, file.size(), 0, back);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    ASSERT_EQ(*n, file.size());
+    back.resize(file.size());
+    EXPECT_TRUE(back == file) << "stripe count " << count;
+    auto size = io.GlimpseSize(layout);
+    ASSERT_TRUE(size.ok());
+    EXPECT_EQ(*size, file.size());
+  }
+}
+
+TEST(StripedIo, SparseReadsZeros) {
+  internal::ThreadPool pool(4);
+  MemoryOsts osts;
+  StripedIo io(&osts, &pool, 64ull << 20);
+  const auto layout = MakeLayout(kS, 4, 0, 4);
+  // One byte far out: objects 0..3 mostly never written.
+  const uint64_t far = 9 * kS + 5;
+  const uint8_t one = 0x5A;
+  ASSERT_TRUE(io.Write(layout, far, {&one, 1}, false).ok());
+  EXPECT_EQ(*io.GlimpseSize(layout), far + 1);
+  std::vector<uint8_t> back(far + 1, 0xCD);
+  auto n = io.Read(layout, far + 1, 0, back);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, far + 1);
+  for (uint64_t i = 0; i < far; ++i) ASSERT_EQ(back[i], 0) << "byte " << i;
+  EXPECT_EQ(back[far], one);
+  // Past EOF: nothing; straddling EOF: short.
+  EXPECT_EQ(*io.Read(layout, far + 1, far + 1, back), 0u);
+  EXPECT_EQ(*io.Read(layout, far + 1, far, back), 1u);
+}
+
+TEST(StripedIo, OneRpcPerObjectForBigWrite) {
+  internal::ThreadPool pool(4);
+  MemoryOsts osts;
+  StripedIo io(&osts, &pool, 64ull << 20);
+  const auto layout = MakeLayout(kS, 4, 0, 4);
+  const auto data = Pattern(16 * kS, 1);
+  ASSERT_TRUE(io.Write(layout, 0, data, false).ok());
+  EXPECT_EQ(osts.rpcs(proto::OP_OST_WRITE), 4);
+}
+
+TEST(StripedIo, TruncateAndSync) {
+  internal::ThreadPool pool(2);
+  MemoryOsts osts;
+  StripedIo io(&osts, &pool, 64ull << 20);
+  const auto layout = MakeLayout(kS, 3, 0, 2);  // objects on OSTs 0, 1, 0
+  const auto data = Pattern(7 * kS, 2);
+  ASSERT_TRUE(io.Write(layout, 0, data, false).ok());
+  ASSERT_TRUE(io.TruncateObjects(layout, 2 * kS + 3).ok());
+  EXPECT_EQ(*io.GlimpseSize(layout), 2 * kS + 3);
+  ASSERT_TRUE(io.TruncateObjects(layout, 0).ok());
+  EXPECT_EQ(*io.GlimpseSize(layout), 0u);
+  ASSERT_TRUE(io.TruncateObjects(layout, 5 * kS).ok());  // extend: sparse
+  EXPECT_EQ(*io.GlimpseSize(layout), 5 * kS);
+  std::vector<uint8_t> back(5 * kS, 1);
+  EXPECT_EQ(*io.Read(layout, 5 * kS, 0, back), 5 * kS);
+  EXPECT_TRUE(std::all_of(back.begin(), back.end(), [](uint8_t b) { return b == 0; }));
+  osts.ResetCounts();
+  ASSERT_TRUE(io.SyncObjects(layout).ok());
+  EXPECT_EQ(osts.rpcs(proto::OP_OST_SYNC), 2);  // one per OST
+  EXPECT_EQ(osts.synced_objects_, 3);
+}
+
+TEST(ParallelFor, RunsEveryItemAndReportsFirstError) {
+  internal::ThreadPool pool(3);
+  std::vector<int> hits(100, 0);
+  ASSERT_TRUE(internal::ParallelFor(&pool, hits.size(), [&](size_t i) {
+                hits[i]++;
+                return Status::Ok();
+              }).ok());
+  EXPECT_EQ(std::accumulate(hits.begin(), hits.end(), 0), 100);
+  Status st = internal::ParallelFor(&pool, 10, [&](size_t i) {
+    return i == 3 || i == 7 ? Status(Code::kIO, std::to_string(i)) : Status::Ok();
+  });
+  EXPECT_EQ(st.code(), Code::kIO);
+  EXPECT_EQ(st.message(), "3");
+}
+
+}  // namespace
+}  // namespace stria::client

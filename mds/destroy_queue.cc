@@ -1,0 +1,124 @@
+#include "mds/destroy_queue.h"
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+#include "mds/schema.h"
+
+namespace stria::mds {
+
+DestroyQueue::DestroyQueue(Namespace* ns, OstGateway* gateway, int interval_ms)
+    : ns_(ns), gateway_(gateway), interval_ms_(interval_ms) {}
+
+DestroyQueue::~DestroyQueue() { Stop(); }
+
+void DestroyQueue::Start() {
+  if (thread_.joinable()) return;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = false;
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void DestroyQueue::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void DestroyQueue::Kick() {
+  {
+    std::lock_guard lock(mu_);
+    kicked_ = true;
+  }
+  cv_.notify_all();
+}
+
+void DestroyQueue::Loop() {
+  for (;;) {
+    Result<size_t> r = RunOnce();
+    if (!r.ok()) LOG_WARN("destroy queue pass failed: {}", r.status().ToString());
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stop_ || kicked_; });
+    if (stop_) return;
+    kicked_ = false;
+  }
+}
+
+Result<size_t> DestroyQueue::Pending() const {
+  const std::string prefix(1, kPrefixDestroy);
+  std::unique_ptr<rocksdb::Iterator> it(ns_->db()->NewIterator(rocksdb::ReadOptions()));
+  size_t n = 0;
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) ++n;
+  STRIA_RETURN_IF_ERROR(FromRocks(it->status(), "scan destroy queue"));
+  return n;
+}
+
+Result<size_t> DestroyQueue::RunOnce() {
+  std::lock_guard run_lock(run_mu_);
+  if (gateway_ == nullptr) return size_t{0};
+  // Read the records first; unlinks may add more meanwhile (the next pass takes them).
+  std::vector<std::pair<std::string, proto::OstDestroyRequest>> records;
+  {
+    const std::string prefix(1, kPrefixDestroy);
+    std::unique_ptr<rocksdb::Iterator> it(ns_->db()->NewIterator(rocksdb::ReadOptions()));
+    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      proto::OstDestroyRequest req;
+      if (!req.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
+        LOG_ERROR("destroy queue record is corrupt; dropping it");
+        rocksdb::WriteBatch b;
+        b.Delete(it->key());
+        STRIA_RETURN_IF_ERROR(ns_->Write(&b));
+        continue;
+      }
+      records.emplace_back(it->key().ToString(), std::move(req));
+    }
+    STRIA_RETURN_IF_ERROR(FromRocks(it->status(), "scan destroy queue"));
+  }
+  if (records.empty()) return size_t{0};
+
+  std::map<uint32_t, proto::OstInfo> table;
+  for (proto::OstInfo& o : ns_->OstTable()) table[o.index()] = std::move(o);
+
+  size_t done = 0;
+  for (auto& [key, req] : records) {
+    std::map<uint32_t, proto::OstDestroyRequest> by_ost;
+    for (const proto::ObjectId& o : req.objects()) *by_ost[o.ost_idx()].add_objects() = o;
+    proto::OstDestroyRequest left;
+    for (auto& [idx, part] : by_ost) {
+      auto t = table.find(idx);
+      Status st = t == table.end()
+                      ? Status(Code::kNoOst, "OST index " + std::to_string(idx) + " unknown")
+                      : gateway_->Destroy(t->second, part);
+      if (!st.ok()) {
+        LOG_DEBUG("destroy on OST {} failed, will retry: {}", idx, st.ToString());
+        for (const proto::ObjectId& o : part.objects()) *left.add_objects() = o;
+      }
+    }
+    rocksdb::WriteBatch b;
+    if (left.objects_size() == 0) {
+      b.Delete(key);
+      ++done;
+    } else if (left.objects_size() != req.objects_size()) {
+      b.Put(key, left.SerializeAsString());
+    } else {
+      continue;
+    }
+    STRIA_RETURN_IF_ERROR(ns_->Write(&b));
+  }
+  return done;
+}
+
+}  // namespace stria::mds

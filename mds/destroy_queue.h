@@ -1,0 +1,58 @@
+// DestroyQueue: frees the OST objects of files whose last link went away.
+//
+// Unlink and rename put the objects of a removed regular file under a Q<seq> key in the
+// same WriteBatch as the namespace change (mds/txn.cc). This queue's thread scans the Q
+// records, sends OP_OST_DESTROY to each OST through the OstGateway, and deletes a record
+// once all its objects are gone (rewriting it with the rest when only some OSTs answered).
+// Failures are retried on the next pass (every interval, or sooner after Kick()). Because
+// the queue lives in RocksDB, a crash at any point leaves the record to be replayed: OSTs
+// treat destroying a missing object as success, so replays are harmless.
+//
+// Thread-safety: Start/Stop from one thread; Kick and RunOnce from any. RunOnce calls are
+// serialized by an internal mutex (never held with the Namespace mutex).
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <thread>
+
+#include "common/status.h"
+#include "mds/namespace.h"
+#include "mds/ost_gateway.h"
+
+namespace stria::mds {
+
+class DestroyQueue {
+ public:
+  DestroyQueue(Namespace* ns, OstGateway* gateway, int interval_ms = 2000);
+  ~DestroyQueue();  // Stop()s
+  DestroyQueue(const DestroyQueue&) = delete;
+  DestroyQueue& operator=(const DestroyQueue&) = delete;
+
+  void Start();
+  void Stop();
+  // Wakes the thread for a pass now.
+  void Kick();
+
+  // One pass over every queued record; returns how many records were completed (deleted).
+  Result<size_t> RunOnce();
+  // The number of records waiting.
+  Result<size_t> Pending() const;
+
+ private:
+  void Loop();
+
+  Namespace* ns_;
+  OstGateway* gateway_;
+  const int interval_ms_;
+  std::mutex run_mu_;  // serializes RunOnce
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;   // GUARDED_BY(mu_)
+  bool kicked_ = false; // GUARDED_BY(mu_)
+  std::thread thread_;
+};
+
+}  // namespace stria::mds

@@ -1,0 +1,122 @@
+#include "mds/internal/layout_alloc.h"
+
+#include <string>
+#include <vector>
+
+#include "common/layout.h"
+#include "mds/schema.h"
+
+namespace stria::mds {
+
+proto::Layout BuiltinDefaultLayout() {
+  proto::Layout l;
+  l.set_pattern(proto::PATTERN_RAID0);
+  l.set_stripe_size(kDefaultStripeSize);
+  l.set_stripe_count(static_cast<int32_t>(kDefaultStripeCount));
+  l.set_stripe_offset(-1);
+  return l;
+}
+
+Status CheckLayoutRequest(const proto::Layout& l) {
+  if (l.pattern() != proto::PATTERN_NONE && l.pattern() != proto::PATTERN_RAID0) {
+    return Status(Code::kInval, "unsupported layout pattern " + std::to_string(l.pattern()));
+  }
+  if (l.stripe_count() < -1 || l.stripe_count() > static_cast<int32_t>(kMaxStripeCount)) {
+    return Status(Code::kInval, "stripe count " + std::to_string(l.stripe_count()) +
+                                    " must be -1, 0 or 1.." + std::to_string(kMaxStripeCount));
+  }
+  if (l.stripe_offset() < -1) {
+    return Status(Code::kInval, "stripe offset " + std::to_string(l.stripe_offset()) +
+                                    " must be -1 or an OST index");
+  }
+  if (l.stripe_size() != 0) STRIA_RETURN_IF_ERROR(ValidateStripe(l.stripe_size(), 1));
+  if (l.objects_size() != 0) {
+    return Status(Code::kInval, "a requested layout must not name objects");
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Overlays the fields `over` sets onto `base`.
+void Overlay(proto::Layout* base, const proto::Layout& over) {
+  if (over.stripe_size() != 0) base->set_stripe_size(over.stripe_size());
+  if (over.stripe_count() != 0) base->set_stripe_count(over.stripe_count());
+  base->set_stripe_offset(over.stripe_offset());
+  if (!over.pool().empty()) base->set_pool(over.pool());
+}
+
+}  // namespace
+
+proto::Layout MergeDefaults(const InodeRecord& root, const InodeRecord* dir) {
+  proto::Layout l = BuiltinDefaultLayout();
+  if (root.has_default_layout) Overlay(&l, root.default_layout);
+  if (dir && dir->has_default_layout) Overlay(&l, dir->default_layout);
+  return l;
+}
+
+Result<proto::Layout> EffectiveDefault(Txn& txn, uint64_t parent) {
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * root, txn.Inode(kRootIno));
+  InodeRecord* dir = nullptr;
+  if (parent != kRootIno) {
+    STRIA_ASSIGN_OR_RETURN(dir, txn.Inode(parent));
+  }
+  return MergeDefaults(*root, dir);
+}
+
+Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Layout* requested) {
+  if (requested) STRIA_RETURN_IF_ERROR(CheckLayoutRequest(*requested));
+  STRIA_ASSIGN_OR_RETURN(proto::Layout l, EffectiveDefault(txn, parent));
+  if (requested) Overlay(&l, *requested);
+  l.set_pattern(proto::PATTERN_RAID0);
+  l.clear_objects();
+
+  auto& osts = txn.osts();
+  // OSTs that heartbeated recently; when none has (e.g. just after an MDS restart), every
+  // active one. An explicit stripe_offset may name any active OST.
+  std::vector<uint32_t> active, fresh;
+  for (const auto& [idx, st] : osts) {
+    if (!st.info.active()) continue;
+    active.push_back(idx);
+    if (txn.now() - static_cast<int64_t>(st.info.last_seen_ns()) < kOstStaleNs) fresh.push_back(idx);
+  }
+  if (active.empty()) return Status(Code::kNoSpc, "no OSTs registered");
+  if (!fresh.empty() && l.stripe_offset() < 0) active = std::move(fresh);
+  const uint32_t n = static_cast<uint32_t>(active.size());
+  uint32_t count = l.stripe_count() < 0 ? n : static_cast<uint32_t>(l.stripe_count());
+  if (count == 0) count = 1;
+  if (count > n) count = n;
+  STRIA_RETURN_IF_ERROR(ValidateStripe(l.stripe_size(), count));
+
+  uint32_t start = 0;
+  if (l.stripe_offset() >= 0) {
+    bool found = false;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (active[i] == static_cast<uint32_t>(l.stripe_offset())) {
+        start = i;
+        found = true;
+      }
+    }
+    if (!found) {
+      return Status(Code::kInval, "stripe offset: OST index " +
+                                      std::to_string(l.stripe_offset()) + " is unknown or inactive");
+    }
+  } else {
+    start = static_cast<uint32_t>(txn.rr_cursor() % n);
+    txn.rr_cursor()++;
+  }
+  l.set_stripe_count(static_cast<int32_t>(count));
+  l.set_stripe_offset(static_cast<int32_t>(active[start]));
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t idx = active[(start + i) % n];
+    OstState& st = osts.at(idx);
+    proto::StripeObject* o = l.add_objects();
+    o->set_ost_idx(idx);
+    o->set_object_id(st.next_object_id++);
+    o->set_group(0);
+    txn.OstDirty(idx);
+  }
+  return l;
+}
+
+}  // namespace stria::mds

@@ -1,0 +1,141 @@
+// Layout allocation: round robin, clamping, explicit offsets, object id persistence.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <map>
+#include <set>
+
+#include "mds/mds_test_util.h"
+#include "mds/schema.h"
+
+namespace stria::mds {
+namespace {
+
+using testing::MdsFixture;
+using testing::Root;
+
+Result<proto::Layout> CreateWith(MdsFixture& f, const std::string& name, int32_t count,
+                                 int32_t offset, uint64_t size = 0) {
+  proto::CreateRequest req;
+  req.set_parent(kRootIno);
+  req.set_name(name);
+  req.set_mode(S_IFREG | 0644);
+  req.mutable_layout()->set_stripe_count(count);
+  req.mutable_layout()->set_stripe_offset(offset);
+  req.mutable_layout()->set_stripe_size(size);
+  proto::EntryReply rep;
+  STRIA_RETURN_IF_ERROR(Create(f.ns(), req, &rep));
+  return rep.layout();
+}
+
+TEST(LayoutAllocTest, RoundRobinSpreadsStarts) {
+  MdsFixture f;
+  f.AddOsts(4);
+  std::map<uint32_t, int> starts;
+  for (int i = 0; i < 8; ++i) {
+    auto file = f.Mkfile(kRootIno, "f" + std::to_string(i));
+    ASSERT_EQ(file.layout().objects_size(), 1);
+    EXPECT_EQ(file.layout().stripe_count(), 1);
+    EXPECT_EQ(file.layout().stripe_size(), 4u << 20);
+    EXPECT_EQ(file.layout().pattern(), proto::PATTERN_RAID0);
+    starts[file.layout().objects(0).ost_idx()]++;
+  }
+  ASSERT_EQ(starts.size(), 4u);
+  for (auto& [idx, n] : starts) EXPECT_EQ(n, 2) << "OST " << idx;
+}
+
+TEST(LayoutAllocTest, CountClampingAllAndOffset) {
+  MdsFixture f;
+  f.AddOsts(3);
+  auto all = CreateWith(f, "all", -1, -1);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->objects_size(), 3);
+  std::set<uint32_t> osts;
+  for (const auto& o : all->objects()) osts.insert(o.ost_idx());
+  EXPECT_EQ(osts.size(), 3u);  // distinct OSTs
+
+  auto clamped = CreateWith(f, "clamped", 10, -1);
+  ASSERT_TRUE(clamped.ok());
+  EXPECT_EQ(clamped->stripe_count(), 3);
+  EXPECT_EQ(clamped->objects_size(), 3);
+
+  auto at2 = CreateWith(f, "at2", 2, 2, 1 << 20);
+  ASSERT_TRUE(at2.ok());
+  ASSERT_EQ(at2->objects_size(), 2);
+  EXPECT_EQ(at2->objects(0).ost_idx(), 2u);
+  EXPECT_EQ(at2->objects(1).ost_idx(), 0u);  // wraps around
+  EXPECT_EQ(at2->stripe_offset(), 2);
+  EXPECT_EQ(at2->stripe_size(), 1u << 20);
+
+  EXPECT_EQ(CreateWith(f, "bad_off", 1, 7).status().code(), Code::kInval);
+  EXPECT_EQ(CreateWith(f, "bad_size", 1, -1, 12345).status().code(), Code::kInval);
+  EXPECT_EQ(CreateWith(f, "bad_count", -5, -1).status().code(), Code::kInval);
+  EXPECT_EQ(CreateWith(f, "bad_off2", 1, -3).status().code(), Code::kInval);
+  EXPECT_FALSE(f.Lookup(kRootIno, "bad_off").ok());  // nothing created on failure
+}
+
+TEST(LayoutAllocTest, ObjectIdsNeverReusedAcrossReopen) {
+  MdsFixture f;
+  f.AddOsts(2);
+  std::set<std::pair<uint32_t, uint64_t>> seen;
+  auto take = [&](const proto::Layout& l) {
+    for (const auto& o : l.objects()) {
+      EXPECT_TRUE(seen.insert({o.ost_idx(), o.object_id()}).second)
+          << "object reused: " << o.ost_idx() << ":" << o.object_id();
+    }
+  };
+  for (int i = 0; i < 10; ++i) take(*CreateWith(f, "a" + std::to_string(i), -1, -1));
+  // Unlinked files' ids must not come back either.
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.Unlink(kRootIno, "a" + std::to_string(i), false).ok());
+  f.Reopen();
+  for (int i = 0; i < 10; ++i) take(*CreateWith(f, "b" + std::to_string(i), -1, -1));
+  f.Reopen();
+  f.AddOsts(2);  // re-registration (heartbeat) must not reset the counters
+  for (int i = 0; i < 10; ++i) take(*CreateWith(f, "c" + std::to_string(i), -1, -1));
+  EXPECT_EQ(seen.size(), 60u);
+}
+
+TEST(LayoutAllocTest, InactiveOstsAreSkipped) {
+  MdsFixture f;
+  f.AddOsts(2);
+  // Deactivate OST 1 directly in the in-memory table (as an operator would).
+  {
+    std::lock_guard lock(f.ns().mutex());
+    f.ns().osts_locked().at(1).info.set_active(false);
+  }
+  for (int i = 0; i < 4; ++i) {
+    auto l = CreateWith(f, "f" + std::to_string(i), -1, -1);
+    ASSERT_TRUE(l.ok());
+    ASSERT_EQ(l->objects_size(), 1);
+    EXPECT_EQ(l->objects(0).ost_idx(), 0u);
+  }
+  EXPECT_EQ(CreateWith(f, "on1", 1, 1).status().code(), Code::kInval);
+}
+
+TEST(LayoutAllocTest, SilentOstsGetNoNewObjects) {
+  MdsFixture f;
+  f.AddOsts(3);
+  {
+    std::lock_guard lock(f.ns().mutex());
+    f.ns().osts_locked().at(2).info.set_last_seen_ns(1);  // silent for decades
+  }
+  for (int i = 0; i < 6; ++i) {
+    auto l = CreateWith(f, "f" + std::to_string(i), -1, -1);
+    ASSERT_TRUE(l.ok());
+    EXPECT_EQ(l->objects_size(), 2);
+    for (const auto& o : l->objects()) EXPECT_NE(o.ost_idx(), 2u);
+  }
+  auto on2 = CreateWith(f, "on2", 1, 2);  // explicitly asked for: allowed
+  ASSERT_TRUE(on2.ok());
+  EXPECT_EQ(on2->objects(0).ost_idx(), 2u);
+  {
+    std::lock_guard lock(f.ns().mutex());
+    for (auto& [idx, st] : f.ns().osts_locked()) st.info.set_last_seen_ns(1);
+  }
+  auto all = CreateWith(f, "all", -1, -1);  // none fresh: all active ones
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->objects_size(), 3);
+}
+
+}  // namespace
+}  // namespace stria::mds

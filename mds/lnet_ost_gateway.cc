@@ -1,0 +1,45 @@
+#include "mds/lnet_ost_gateway.h"
+
+#include <utility>
+
+#include "lnet/nid.h"
+
+namespace stria::mds {
+
+LnetOstGateway::LnetOstGateway(std::string fsname, int timeout_ms)
+    : fsname_(std::move(fsname)), timeout_ms_(timeout_ms) {}
+
+Result<std::shared_ptr<lnet::RpcClient>> LnetOstGateway::ClientFor(const proto::OstInfo& ost) {
+  std::lock_guard lock(mu_);
+  auto it = clients_.find(ost.nid());
+  if (it != clients_.end()) return it->second;
+  STRIA_ASSIGN_OR_RETURN(lnet::Nid nid, lnet::Nid::Parse(ost.nid()));
+  lnet::ClientOptions opts;
+  opts.fsname = fsname_;
+  opts.connect_timeout_ms = timeout_ms_;
+  opts.rpc_timeout_ms = timeout_ms_;
+  opts.retry_deadline_ms = timeout_ms_;
+  opts.max_connections = 2;
+  auto client = std::make_shared<lnet::RpcClient>(std::move(nid), std::move(opts));
+  clients_[ost.nid()] = client;
+  return client;
+}
+
+Status LnetOstGateway::Destroy(const proto::OstInfo& ost, const proto::OstDestroyRequest& req) {
+  STRIA_ASSIGN_OR_RETURN(auto client, ClientFor(ost));
+  proto::OstIoReply rep;
+  Status st = client->Call(proto::OP_OST_DESTROY, req, &rep);
+  if (st.code() == Code::kNoEnt) return Status::Ok();  // already gone
+  return st;
+}
+
+Result<proto::OstStatfsReply> LnetOstGateway::Statfs(const proto::OstInfo& ost) {
+  STRIA_ASSIGN_OR_RETURN(auto client, ClientFor(ost));
+  proto::OstStatfsRequest req;
+  req.set_ost_idx(ost.index());
+  proto::OstStatfsReply rep;
+  STRIA_RETURN_IF_ERROR(client->Call(proto::OP_OST_STATFS, req, &rep));
+  return rep;
+}
+
+}  // namespace stria::mds

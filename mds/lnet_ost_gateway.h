@@ -1,0 +1,36 @@
+// LnetOstGateway: the MDS's OstGateway over lnet RPC (OP_OST_DESTROY, OP_OST_STATFS).
+//
+// Keeps one lnet::RpcClient per OST NID (created on first use, replaced when an OST moves),
+// each with a short retry deadline so a dead OST costs a bounded few seconds; the destroy
+// queue retries later anyway. Thread-safety: thread-safe (clients map under mu_; calls run
+// outside it).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "lnet/rpc_client.h"
+#include "mds/ost_gateway.h"
+
+namespace stria::mds {
+
+class LnetOstGateway : public OstGateway {
+ public:
+  // timeout_ms bounds each call (connect, reply wait and retries).
+  LnetOstGateway(std::string fsname, int timeout_ms = 3000);
+
+  Status Destroy(const proto::OstInfo& ost, const proto::OstDestroyRequest& req) override;
+  Result<proto::OstStatfsReply> Statfs(const proto::OstInfo& ost) override;
+
+ private:
+  Result<std::shared_ptr<lnet::RpcClient>> ClientFor(const proto::OstInfo& ost);
+
+  const std::string fsname_;
+  const int timeout_ms_;
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<lnet::RpcClient>> clients_;  // GUARDED_BY(mu_), by NID
+};
+
+}  // namespace stria::mds

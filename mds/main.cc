@@ -1,0 +1,132 @@
+// stria-mds: the metadata server and management service (MGS) of one Stria filesystem.
+//
+//   stria-mds --fsname NAME --data DIR [--listen NID] [--port-file FILE] [--threads N]
+//             [--log-level LVL] [--root-squash UID:GID]
+//
+// Formats DIR on first use; refuses a DIR of another filesystem (exit 1). Stops cleanly on
+// SIGTERM/SIGINT: the RPC server stops (handlers in flight finish), the destroy queue stops,
+// RocksDB closes.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "common/log.h"
+#include "lnet/nid.h"
+#include "lnet/rpc_server.h"
+#include "mds/destroy_queue.h"
+#include "mds/lnet_ost_gateway.h"
+#include "mds/mds_service.h"
+#include "mds/namespace.h"
+
+namespace {
+
+bool WritePortFile(const std::string& path, uint16_t port) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    out.flush();
+    if (!out) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stria-mds: Stria metadata server and management service"};
+  std::string fsname, data, listen = "0.0.0.0@tcp:988", port_file, log_level;
+  int threads = 8;
+  std::string root_squash;
+  app.add_option("--fsname", fsname, "filesystem name (1-32 characters)")->required();
+  app.add_option("--data", data, "RocksDB directory (formatted when empty)")->required();
+  app.add_option("--listen", listen, "NID to listen on")->capture_default_str();
+  app.add_option("--port-file", port_file, "write the bound port here after binding");
+  app.add_option("--threads", threads, "RPC worker threads")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn or error");
+  app.add_option("--root-squash", root_squash,
+                 "UID:GID that requests from root run as (e.g. 65534:65534); off when empty");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 1;
+  }
+  stria::InitLogging("stria-mds", log_level);
+
+  stria::mds::MdsServiceOptions service_options;
+  if (!root_squash.empty()) {
+    unsigned uid = 0, gid = 0;
+    char extra = 0;
+    if (sscanf(root_squash.c_str(), "%u:%u%c", &uid, &gid, &extra) != 2) {
+      fprintf(stderr, "stria-mds: --root-squash must be UID:GID, not '%s'\n", root_squash.c_str());
+      return 1;
+    }
+    service_options.root_squash = true;
+    service_options.squash_uid = uid;
+    service_options.squash_gid = gid;
+  }
+
+  auto nid = stria::lnet::Nid::Parse(listen);
+  if (!nid.ok()) {
+    fprintf(stderr, "stria-mds: --listen: %s\n", nid.status().ToString().c_str());
+    return 1;
+  }
+
+  // Signals are taken by sigwait below; block them before any thread starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  stria::mds::LnetOstGateway gateway(fsname);
+  stria::mds::NamespaceOptions nopts;
+  nopts.data_dir = data;
+  nopts.fsname = fsname;
+  auto ns = stria::mds::Namespace::Open(nopts, &gateway);
+  if (!ns.ok()) {
+    fprintf(stderr, "stria-mds: %s\n", ns.status().ToString().c_str());
+    LOG_ERROR("cannot open {}: {}", data, ns.status().ToString());
+    return 1;
+  }
+  stria::mds::DestroyQueue queue(ns->get(), &gateway);
+
+  stria::lnet::ServerOptions sopts;
+  sopts.name = "stria-mds";
+  sopts.fsname = fsname;
+  sopts.server_uuid = fsname + "-MDT0000_UUID";
+  sopts.worker_threads = threads;
+  sopts.reply_cache_opcodes = stria::mds::MdsService::ReplyCacheOpcodes();
+  stria::lnet::RpcServer server(sopts);
+  stria::mds::MdsService service(ns->get(), &queue, service_options);
+  service.Register(&server);
+  stria::Status st = server.Start(*nid);
+  if (!st.ok()) {
+    fprintf(stderr, "stria-mds: listen %s: %s\n", listen.c_str(), st.ToString().c_str());
+    return 1;
+  }
+  LOG_INFO("stria-mds '{}' serving on {}:{} (data {})", fsname, nid->addr, server.port(), data);
+  if (!port_file.empty() && !WritePortFile(port_file, server.port())) {
+    fprintf(stderr, "stria-mds: cannot write port file %s\n", port_file.c_str());
+    server.Stop();
+    return 1;
+  }
+  queue.Start();
+
+  int sig = 0;
+  sigwait(&sigs, &sig);
+  LOG_INFO("signal {}: stopping", sig);
+  server.Stop();
+  queue.Stop();
+  ns->reset();  // closes RocksDB
+  LOG_INFO("stopped");
+  return 0;
+}

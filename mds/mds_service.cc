@@ -1,0 +1,106 @@
+#include "mds/mds_service.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "mds/ops/ops.h"
+#include "mds/reply_journal.h"
+
+namespace stria::mds {
+
+namespace {
+
+// The request as the operation sees it: with root squashed when configured.
+template <typename Req>
+const Req& Squashed(const Req& req, const MdsServiceOptions& o, Req* storage) {
+  if constexpr (requires { req.cred(); }) {
+    if (o.root_squash && req.cred().uid() == 0) {
+      *storage = req;
+      proto::Credentials* c = storage->mutable_cred();
+      c->set_uid(o.squash_uid);
+      c->set_gid(o.squash_gid);
+      c->clear_groups();
+      return *storage;
+    }
+  }
+  return req;
+}
+
+}  // namespace
+
+template <typename Req, typename Rep>
+void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
+                     Status (*fn)(Namespace&, const Req&, Rep*), bool kick) {
+  Namespace* ns = ns_;
+  DestroyQueue* queue = kick ? queue_ : nullptr;
+  const bool journaled = Journaled(op);
+  const MdsServiceOptions options = options_;
+  server->Register<Req, Rep>(
+      static_cast<uint16_t>(op),
+      [ns, queue, fn, op, journaled, options](lnet::RpcContext& ctx, const Req& wire_req,
+                                              Rep* rep) -> Status {
+        Req storage;
+        const Req& req = Squashed(wire_req, options, &storage);
+        Status st;
+        if (journaled) {
+          // A resend of a request done before a restart: answer what was answered then.
+          auto old = FindPersistedReply(*ns, ctx.client_uuid, ctx.xid);
+          if (old.ok() && old->has_value() && rep->ParseFromString(**old)) {
+            LOG_INFO("{} from {}: resend of xid {} answered from the reply journal",
+                     proto::Opcode_Name(op), ctx.client_uuid, ctx.xid);
+            return Status::Ok();
+          }
+          ReplyJournal journal{ctx.client_uuid, ctx.xid, rep};
+          ScopedReplyJournal scope(&journal);
+          st = fn(*ns, req, rep);
+        } else {
+          st = fn(*ns, req, rep);
+        }
+        if (!st.ok()) {
+          LOG_DEBUG("{} from {}: {}", proto::Opcode_Name(op), ctx.peer, st.ToString());
+        } else if (queue) {
+          queue->Kick();
+        }
+        return st;
+      });
+}
+
+std::vector<uint16_t> MdsService::ReplyCacheOpcodes() {
+  using namespace proto;  // NOLINT
+  return {OP_MDS_CREATE,   OP_MDS_UNLINK,   OP_MDS_RENAME,      OP_MDS_LINK,
+          OP_MDS_SETXATTR, OP_MDS_SETATTR, OP_MDS_REMOVEXATTR};
+}
+
+bool MdsService::Journaled(proto::Opcode op) const {
+  const auto ops = ReplyCacheOpcodes();
+  return std::find(ops.begin(), ops.end(), static_cast<uint16_t>(op)) != ops.end();
+}
+
+void MdsService::Register(lnet::RpcServer* server) {
+  using namespace proto;  // NOLINT: opcode and message names
+  Add(server, OP_MGS_REGISTER_OST, &RegisterOst);
+  Add(server, OP_MGS_GET_CONFIG, &GetConfig);
+  Add(server, OP_MGS_SET_PARAM, &SetParam);
+  Add(server, OP_MGS_GET_PARAM, &GetParam);
+
+  Add(server, OP_MDS_LOOKUP, &Lookup);
+  Add(server, OP_MDS_GETATTR, &Getattr);
+  Add(server, OP_MDS_SETATTR, &Setattr);
+  Add(server, OP_MDS_CREATE, &Create);
+  Add(server, OP_MDS_UNLINK, &Unlink, /*kick=*/true);
+  Add(server, OP_MDS_RENAME, &Rename, /*kick=*/true);
+  Add(server, OP_MDS_LINK, &Link);
+  Add(server, OP_MDS_READLINK, &Readlink);
+  Add(server, OP_MDS_READDIR, &Readdir);
+  Add(server, OP_MDS_STATFS, &Statfs);
+  Add(server, OP_MDS_GETXATTR, &Getxattr);
+  Add(server, OP_MDS_SETXATTR, &Setxattr);
+  Add(server, OP_MDS_LISTXATTR, &Listxattr);
+  Add(server, OP_MDS_REMOVEXATTR, &Removexattr);
+  Add(server, OP_MDS_OPEN, &Open);
+  Add(server, OP_MDS_CLOSE, &Close);
+  Add(server, OP_MDS_SET_DEFAULT_LAYOUT, &SetDefaultLayout);
+  Add(server, OP_MDS_GET_DEFAULT_LAYOUT, &GetDefaultLayout);
+}
+
+}  // namespace stria::mds

@@ -1,0 +1,52 @@
+// MdsService: binds the MDS and MGS operations (mds/ops/ops.h) to their opcodes on an
+// lnet::RpcServer — every OP_MDS_* and OP_MGS_* of proto/stria.proto.
+//
+// Handlers run on the server's worker threads (the MDS concurrency model is described in
+// mds/namespace.h). Operations that may orphan objects (unlink, rename) kick the destroy
+// queue after they commit. Non-idempotent operations (ReplyCacheOpcodes) are answered once
+// per (client uuid, xid): the server's in-memory reply cache covers resends while it runs
+// (set ServerOptions::reply_cache_opcodes = ReplyCacheOpcodes()), and the reply journal
+// (mds/reply_journal.h) persists each reply with its change so resends after a restart are
+// answered from RocksDB. Thread-safety: Register before the server starts; the handlers are
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lnet/rpc_server.h"
+#include "mds/destroy_queue.h"
+#include "mds/namespace.h"
+
+namespace stria::mds {
+
+struct MdsServiceOptions {
+  // Root squash: requests from uid 0 run as squash_uid:squash_gid (no supplementary groups).
+  bool root_squash = false;
+  uint32_t squash_uid = 65534;
+  uint32_t squash_gid = 65534;
+};
+
+class MdsService {
+ public:
+  // ns must outlive the server; queue may be null.
+  MdsService(Namespace* ns, DestroyQueue* queue, MdsServiceOptions options = {})
+      : ns_(ns), queue_(queue), options_(options) {}
+
+  void Register(lnet::RpcServer* server);
+
+  // The opcodes whose replies must not be recomputed on a resend.
+  static std::vector<uint16_t> ReplyCacheOpcodes();
+
+ private:
+  template <typename Req, typename Rep>
+  void Add(lnet::RpcServer* server, proto::Opcode op,
+           Status (*fn)(Namespace&, const Req&, Rep*), bool kick = false);
+  bool Journaled(proto::Opcode op) const;
+
+  Namespace* ns_;
+  DestroyQueue* queue_;
+  MdsServiceOptions options_;
+};
+
+}  // namespace stria::mds

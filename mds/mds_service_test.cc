@@ -1,0 +1,239 @@
+// The MDS over real RPC: lnet::RpcServer on 127.0.0.1 port 0, lnet::RpcClient.
+#include "mds/mds_service.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <mutex>
+#include <vector>
+#include <thread>
+
+#include "lnet/rpc_client.h"
+#include "lnet/rpc_server.h"
+#include "mds/destroy_queue.h"
+#include "mds/lnet_ost_gateway.h"
+#include "mds/mds_test_util.h"
+#include "mds/schema.h"
+
+namespace stria::mds {
+namespace {
+
+using testing::MdsFixture;
+
+class MdsServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    lnet::ServerOptions so;
+    so.name = "mds-test";
+    so.fsname = "testfs";
+    so.worker_threads = 4;
+    so.reply_cache_opcodes = MdsService::ReplyCacheOpcodes();
+    server_ = std::make_unique<lnet::RpcServer>(so);
+    queue_ = std::make_unique<DestroyQueue>(&f_.ns(), &f_.gateway(), 50);
+    service_ = std::make_unique<MdsService>(&f_.ns(), queue_.get());
+    service_->Register(server_.get());
+    auto nid = lnet::Nid::Parse("127.0.0.1@tcp:0");
+    ASSERT_TRUE(nid.ok());
+    ASSERT_TRUE(server_->Start(*nid).ok());
+    auto peer = lnet::Nid::Parse("127.0.0.1@tcp:" + std::to_string(server_->port()));
+    ASSERT_TRUE(peer.ok());
+    lnet::ClientOptions co;
+    co.fsname = "testfs";
+    co.retry_deadline_ms = 10'000;
+    client_ = std::make_unique<lnet::RpcClient>(*peer, co);
+    queue_->Start();
+  }
+  void TearDown() override {
+    client_.reset();
+    server_->Stop();
+    queue_->Stop();
+  }
+  MdsFixture f_;
+  std::unique_ptr<lnet::RpcServer> server_;
+  std::unique_ptr<DestroyQueue> queue_;
+  std::unique_ptr<MdsService> service_;
+  std::unique_ptr<lnet::RpcClient> client_;
+};
+
+TEST_F(MdsServiceTest, NamespaceOverRpc) {
+  proto::RegisterOstRequest reg;
+  reg.set_fsname("testfs");
+  reg.set_index(0);
+  reg.set_uuid("u0");
+  reg.set_nid("127.0.0.1@tcp:9999");
+  proto::RegisterOstReply regr;
+  ASSERT_TRUE(client_->Call(proto::OP_MGS_REGISTER_OST, reg, &regr).ok());
+  reg.set_fsname("wrong");
+  EXPECT_EQ(client_->Call(proto::OP_MGS_REGISTER_OST, reg, &regr).code(), Code::kWrongFs);
+
+  proto::CreateRequest c;
+  c.set_parent(kRootIno);
+  c.set_name("dir");
+  c.set_mode(S_IFDIR | 0755);
+  proto::EntryReply e;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_CREATE, c, &e).ok());
+  const uint64_t dir = e.attr().ino();
+  c.set_parent(dir);
+  c.set_name("file");
+  c.set_mode(S_IFREG | 0644);
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_CREATE, c, &e).ok());
+  EXPECT_EQ(e.layout().objects_size(), 1);
+  Status st = client_->Call(proto::OP_MDS_CREATE, c, &e);
+  EXPECT_EQ(st.code(), Code::kExist);
+
+  proto::LookupRequest l;
+  l.set_parent(dir);
+  l.set_name("file");
+  proto::EntryReply le;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_LOOKUP, l, &le).ok());
+  EXPECT_EQ(le.attr().ino(), e.attr().ino());
+  l.set_name("missing");
+  EXPECT_EQ(client_->Call(proto::OP_MDS_LOOKUP, l, &le).code(), Code::kNoEnt);
+
+  proto::ReaddirRequest rd;
+  rd.set_ino(dir);
+  rd.set_want_attrs(true);
+  proto::ReaddirReply rr;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_READDIR, rd, &rr).ok());
+  ASSERT_EQ(rr.entries_size(), 1);
+  EXPECT_EQ(rr.entries(0).name(), "file");
+  EXPECT_TRUE(rr.eof());
+
+  proto::FsConfig cfg;
+  ASSERT_TRUE(client_->Call(proto::OP_MGS_GET_CONFIG, proto::GetConfigRequest(), &cfg).ok());
+  EXPECT_EQ(cfg.fsname(), "testfs");
+  EXPECT_EQ(cfg.osts_size(), 1);
+
+  proto::StatfsReply sf;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_STATFS, proto::StatfsRequest(), &sf).ok());
+  EXPECT_EQ(sf.files() - sf.ffree(), 3u);
+
+  // Unlink kicks the destroy queue, which drains through the gateway.
+  proto::UnlinkRequest u;
+  u.set_parent(dir);
+  u.set_name("file");
+  proto::UnlinkReply ur;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_UNLINK, u, &ur).ok());
+  EXPECT_EQ(ur.attr().nlink(), 0u);
+  for (int i = 0; i < 1000 && f_.gateway().destroyed().empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(f_.gateway().destroyed().size(), 1u);
+}
+
+TEST_F(MdsServiceTest, GarbageBodyIsProtocolErrorAndServerKeepsServing) {
+  std::string reply;
+  Status st = client_->CallRaw(proto::OP_MDS_CREATE, std::string("\xff\xff\xff\xff", 4), &reply);
+  EXPECT_EQ(st.code(), Code::kProtocol);
+  proto::GetattrRequest g;
+  g.set_ino(kRootIno);
+  proto::AttrReply ar;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_GETATTR, g, &ar).ok());
+  EXPECT_EQ(ar.attr().ino(), kRootIno);
+}
+
+TEST(RootSquashTest, RootRunsAsSquashedUser) {
+  MdsFixture f;
+  lnet::ServerOptions so;
+  so.fsname = "testfs";
+  lnet::RpcServer server(so);
+  MdsServiceOptions opts;
+  opts.root_squash = true;
+  MdsService service(&f.ns(), nullptr, opts);
+  service.Register(&server);
+  ASSERT_TRUE(server.Start(*lnet::Nid::Parse("127.0.0.1@tcp:0")).ok());
+  lnet::RpcClient client(*lnet::Nid::Parse("127.0.0.1@tcp:" + std::to_string(server.port())),
+                         lnet::ClientOptions());
+  proto::CreateRequest c;  // uid 0 in the request
+  c.set_parent(kRootIno);
+  c.set_name("d");
+  c.set_mode(S_IFDIR | 0755);
+  proto::EntryReply e;
+  EXPECT_EQ(client.Call(proto::OP_MDS_CREATE, c, &e).code(), Code::kAccess);  // root dir 0755
+  proto::GetattrRequest g;
+  g.set_ino(kRootIno);
+  proto::AttrReply ar;
+  EXPECT_TRUE(client.Call(proto::OP_MDS_GETATTR, g, &ar).ok());  // no cred needed
+  server.Stop();
+}
+
+// The real LnetOstGateway against an RPC server that answers as an OSS would.
+TEST(LnetOstGatewayTest, DestroyAndStatfsOverRpc) {
+  std::mutex mu;
+  std::vector<uint64_t> destroyed;
+  lnet::ServerOptions so;
+  so.name = "fake-oss";
+  so.fsname = "testfs";
+  lnet::RpcServer oss(so);
+  oss.Register<proto::OstDestroyRequest, proto::OstIoReply>(
+      proto::OP_OST_DESTROY,
+      [&](lnet::RpcContext&, const proto::OstDestroyRequest& req, proto::OstIoReply*) {
+        std::lock_guard lock(mu);
+        for (const auto& o : req.objects()) destroyed.push_back(o.object_id());
+        return Status::Ok();
+      });
+  oss.Register<proto::OstStatfsRequest, proto::OstStatfsReply>(
+      proto::OP_OST_STATFS,
+      [](lnet::RpcContext&, const proto::OstStatfsRequest& req, proto::OstStatfsReply* rep) {
+        rep->set_ost_idx(req.ost_idx());
+        rep->set_bsize(4096);
+        rep->set_blocks(1000);
+        rep->set_bfree(600);
+        rep->set_bavail(500);
+        return Status::Ok();
+      });
+  ASSERT_TRUE(oss.Start(*lnet::Nid::Parse("127.0.0.1@tcp:0")).ok());
+  const std::string nid = "127.0.0.1@tcp:" + std::to_string(oss.port());
+
+  LnetOstGateway gw("testfs", 2000);
+  testing::TempDir tmp;
+  NamespaceOptions o;
+  o.data_dir = tmp.path() + "/db";
+  o.fsname = "testfs";
+  auto ns = Namespace::Open(o, &gw);
+  ASSERT_TRUE(ns.ok());
+  for (uint32_t i = 0; i < 2; ++i) {
+    proto::RegisterOstRequest r;
+    r.set_fsname("testfs");
+    r.set_index(i);
+    r.set_uuid("u" + std::to_string(i));
+    // OST 1 points at a port nobody listens on: its destroys must wait in the queue.
+    r.set_nid(i == 0 ? nid : "127.0.0.1@tcp:1");
+    proto::RegisterOstReply rr;
+    ASSERT_TRUE(RegisterOst(**ns, r, &rr).ok());
+  }
+  proto::StatfsReply sf;
+  ASSERT_TRUE(Statfs(**ns, proto::StatfsRequest(), &sf).ok());
+  EXPECT_EQ(sf.blocks(), 1000u);  // only the live OST counts
+  EXPECT_EQ(sf.bavail(), 500u);
+
+  proto::CreateRequest c;
+  c.set_parent(kRootIno);
+  c.set_name("f");
+  c.set_mode(S_IFREG | 0644);
+  c.mutable_layout()->set_stripe_count(-1);
+  c.mutable_layout()->set_stripe_offset(-1);
+  proto::EntryReply e;
+  ASSERT_TRUE(Create(**ns, c, &e).ok());
+  ASSERT_EQ(e.layout().objects_size(), 2);
+  proto::UnlinkRequest u;
+  u.set_parent(kRootIno);
+  u.set_name("f");
+  proto::UnlinkReply ur;
+  ASSERT_TRUE(Unlink(**ns, u, &ur).ok());
+  DestroyQueue q(ns->get(), &gw);
+  ASSERT_TRUE(q.RunOnce().ok());
+  EXPECT_EQ(*q.Pending(), 1u);  // OST 1 is unreachable: its object stays queued
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(destroyed.size(), 1u);
+    const auto& obj0 = e.layout().objects(0).ost_idx() == 0 ? e.layout().objects(0)
+                                                            : e.layout().objects(1);
+    EXPECT_EQ(destroyed[0], obj0.object_id());
+  }
+  oss.Stop();
+}
+
+}  // namespace
+}  // namespace stria::mds

@@ -1,0 +1,253 @@
+#include "mds/namespace.h"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <vector>
+
+#include "common/log.h"
+#include "mds/mds_record.pb.h"
+#include "mds/schema.h"
+#include "mds/txn.h"
+
+namespace stria::mds {
+
+Status FromRocks(const rocksdb::Status& s, std::string_view what) {
+  if (s.ok()) return Status::Ok();
+  return Status(Code::kDbError, std::string(what) + ": " + s.ToString());
+}
+
+bool InodeRecord::is_dir() const { return S_ISDIR(attr.mode()); }
+bool InodeRecord::is_reg() const { return S_ISREG(attr.mode()); }
+bool InodeRecord::is_lnk() const { return S_ISLNK(attr.mode()); }
+
+std::string InodeRecord::Encode() const {
+  rec::Inode r;
+  attr.SerializeToString(r.mutable_attr());
+  if (layout.objects_size() > 0 || layout.stripe_count() != 0) {
+    layout.SerializeToString(r.mutable_layout());
+  }
+  r.set_has_default_layout(has_default_layout);
+  if (has_default_layout) default_layout.SerializeToString(r.mutable_default_layout());
+  r.set_symlink_target(symlink_target);
+  r.set_parent(parent);
+  return r.SerializeAsString();
+}
+
+Result<InodeRecord> InodeRecord::Decode(std::string_view bytes) {
+  rec::Inode r;
+  InodeRecord out;
+  if (!r.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
+      !out.attr.ParseFromString(r.attr()) || !out.layout.ParseFromString(r.layout()) ||
+      !out.default_layout.ParseFromString(r.default_layout())) {
+    return Status(Code::kCorrupt, "inode record does not decode");
+  }
+  out.has_default_layout = r.has_default_layout();
+  out.symlink_target = r.symlink_target();
+  out.parent = r.parent();
+  return out;
+}
+
+int64_t Namespace::NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<std::unique_ptr<Namespace>> Namespace::Open(const NamespaceOptions& options,
+                                                   OstGateway* gateway) {
+  if (options.fsname.empty() || options.fsname.size() > 8 * 4) {
+    return Status(Code::kInval, "fsname must be 1 to 32 characters");
+  }
+  std::unique_ptr<Namespace> ns(new Namespace());
+  ns->gateway_ = gateway;
+  rocksdb::Options db_options;
+  db_options.create_if_missing = options.format_if_empty;
+  db_options.max_open_files = 512;
+  rocksdb::DB* raw = nullptr;
+  STRIA_RETURN_IF_ERROR(
+      FromRocks(rocksdb::DB::Open(db_options, options.data_dir, &raw), "open " + options.data_dir));
+  ns->db_.reset(raw);
+
+  STRIA_ASSIGN_OR_RETURN(auto stored, ns->Get(SuperKey("fsname")));
+  if (!stored) {
+    if (!options.format_if_empty) {
+      return Status(Code::kNoEnt, options.data_dir + " holds no Stria MDS");
+    }
+    STRIA_RETURN_IF_ERROR(ns->Format(options.fsname));
+    LOG_INFO("formatted MDS for filesystem '{}' in {}", options.fsname, options.data_dir);
+  } else if (*stored != options.fsname) {
+    return Status(Code::kWrongFs, options.data_dir + " belongs to filesystem '" + *stored +
+                                      "', not '" + options.fsname + "'");
+  }
+  ns->fsname_ = options.fsname;
+  STRIA_RETURN_IF_ERROR(ns->Load());
+  STRIA_RETURN_IF_ERROR(ns->ReapOrphans());
+  return ns;
+}
+
+Namespace::~Namespace() {
+  if (db_) {
+    db_->SyncWAL().PermitUncheckedError();
+    db_->Close().PermitUncheckedError();
+  }
+}
+
+Status Namespace::Format(const std::string& fsname) {
+  const int64_t now = NowNs();
+  InodeRecord root;
+  proto::Attr& a = root.attr;
+  a.set_ino(kRootIno);
+  a.set_mode(S_IFDIR | 0755);
+  a.set_nlink(2);
+  a.set_size(4096);
+  a.set_blocks(8);
+  a.set_atime_ns(now);
+  a.set_mtime_ns(now);
+  a.set_ctime_ns(now);
+  root.parent = kRootIno;
+  rocksdb::WriteBatch batch;
+  batch.Put(InodeKey(kRootIno), root.Encode());
+  batch.Put(SuperKey("format"), EncodeBe64(kFormatVersion));
+  batch.Put(SuperKey("next_ino"), EncodeBe64(2));
+  batch.Put(SuperKey("inodes"), EncodeBe64(1));
+  batch.Put(SuperKey("destroy_seq"), EncodeBe64(1));
+  batch.Put(SuperKey("config_gen"), EncodeBe64(1));
+  batch.Put(SuperKey("fsname"), fsname);  // last in the batch, but the batch is atomic
+  return Write(&batch);
+}
+
+Status Namespace::Load() {
+  auto read_u64 = [&](const char* name, uint64_t* out) -> Status {
+    STRIA_ASSIGN_OR_RETURN(auto v, Get(SuperKey(name)));
+    if (!v || v->size() != 8) {
+      return Status(Code::kCorrupt, std::string("superblock value '") + name + "' is missing");
+    }
+    *out = GetBe64(*v);
+    return Status::Ok();
+  };
+  uint64_t format = 0;
+  STRIA_RETURN_IF_ERROR(read_u64("format", &format));
+  if (format != kFormatVersion) {
+    return Status(Code::kCorrupt, "unsupported MDS format version " + std::to_string(format));
+  }
+  std::lock_guard lock(mutex_);
+  STRIA_RETURN_IF_ERROR(read_u64("next_ino", &super_.next_ino));
+  STRIA_RETURN_IF_ERROR(read_u64("inodes", &super_.inodes));
+  STRIA_RETURN_IF_ERROR(read_u64("destroy_seq", &super_.destroy_seq));
+  STRIA_RETURN_IF_ERROR(read_u64("config_gen", &super_.config_gen));
+
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  const std::string prefix(1, kPrefixOst);
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    rec::Ost r;
+    OstState st;
+    if (it->key().size() != 5 || !r.ParseFromArray(it->value().data(), it->value().size()) ||
+        !st.info.ParseFromString(r.info())) {
+      return Status(Code::kCorrupt, "OST table entry does not decode");
+    }
+    st.next_object_id = r.next_object_id();
+    osts_[GetBe32(std::string_view(it->key().data() + 1, 4))] = st;
+  }
+  STRIA_RETURN_IF_ERROR(FromRocks(it->status(), "scan OST table"));
+  LOG_INFO("MDS '{}': {} inodes, next inode {}, {} OSTs", fsname_, super_.inodes,
+           super_.next_ino, osts_.size());
+  return Status::Ok();
+}
+
+Status Namespace::ReapOrphans() {
+  // No handle survives a restart: files unlinked while open are removed now.
+  std::vector<uint64_t> orphans;
+  const std::string prefix(1, kPrefixOrphan);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    if (it->key().size() == 9) orphans.push_back(GetBe64(std::string_view(it->key().data() + 1, 8)));
+  }
+  STRIA_RETURN_IF_ERROR(FromRocks(it->status(), "scan orphans"));
+  if (orphans.empty()) return Status::Ok();
+  std::lock_guard lock(mutex_);
+  Txn txn(this);
+  for (uint64_t ino : orphans) {
+    txn.batch().Delete(OrphanKey(ino));
+    if (txn.Inode(ino).ok()) txn.RemoveInode(ino);
+  }
+  LOG_INFO("removed {} files unlinked while open before the restart", orphans.size());
+  return txn.Commit();
+}
+
+uint64_t Namespace::RegisterOpenLocked(uint64_t ino, bool track) {
+  const uint64_t h = ++next_handle_;
+  if (!track) return h;
+  handles_[h] = ino;
+  open_counts_[ino]++;
+  return h;
+}
+
+bool Namespace::ReleaseHandleLocked(uint64_t handle, uint64_t ino) {
+  auto it = handles_.find(handle);
+  if (it == handles_.end() || it->second != ino) return false;
+  handles_.erase(it);
+  auto c = open_counts_.find(ino);
+  if (c == open_counts_.end()) return false;
+  if (--c->second > 0) return false;
+  open_counts_.erase(c);
+  return true;
+}
+
+Result<std::optional<std::string>> Namespace::Get(const std::string& key) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), key, &value);
+  if (s.IsNotFound()) return std::optional<std::string>();
+  STRIA_RETURN_IF_ERROR(FromRocks(s, "get"));
+  return std::optional<std::string>(std::move(value));
+}
+
+Result<InodeRecord> Namespace::GetInode(uint64_t ino) const {
+  STRIA_ASSIGN_OR_RETURN(auto v, Get(InodeKey(ino)));
+  if (!v) return Status(Code::kNoEnt, "no inode " + std::to_string(ino));
+  return InodeRecord::Decode(*v);
+}
+
+Result<std::optional<std::pair<uint64_t, proto::FileType>>> Namespace::GetDirent(
+    uint64_t parent, std::string_view name) const {
+  using Out = std::optional<std::pair<uint64_t, proto::FileType>>;
+  STRIA_ASSIGN_OR_RETURN(auto v, Get(DirentKey(parent, name)));
+  if (!v) return Out();
+  rec::Dirent d;
+  if (!d.ParseFromString(*v)) return Status(Code::kCorrupt, "directory entry does not decode");
+  return Out(std::make_pair(d.ino(), static_cast<proto::FileType>(d.type())));
+}
+
+Result<bool> Namespace::DirIsEmpty(uint64_t ino) const {
+  const std::string prefix = DirentKey(ino);
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
+  it->Seek(prefix);
+  if (it->Valid() && it->key().starts_with(prefix)) return false;
+  STRIA_RETURN_IF_ERROR(FromRocks(it->status(), "scan directory"));
+  return true;
+}
+
+std::vector<proto::OstInfo> Namespace::OstTable() {
+  std::lock_guard lock(mutex_);
+  std::vector<proto::OstInfo> out;
+  for (const auto& [idx, st] : osts_) out.push_back(st.info);
+  return out;
+}
+
+uint64_t Namespace::ConfigGeneration() {
+  std::lock_guard lock(mutex_);
+  return super_.config_gen;
+}
+
+uint64_t Namespace::InodeCount() {
+  std::lock_guard lock(mutex_);
+  return super_.inodes;
+}
+
+Status Namespace::Write(rocksdb::WriteBatch* batch) {
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return FromRocks(db_->Write(wo, batch), "write batch");
+}
+
+}  // namespace stria::mds

@@ -1,0 +1,156 @@
+// Namespace: the MDS's store — one RocksDB instance holding inodes, directory entries,
+// xattrs, the OST table, params and the destroy queue (schema in mds/schema.h) — plus the
+// small in-memory state that mutations update (counters, the OST table, the round-robin
+// allocation cursor).
+//
+// Concurrency model of the MDS (see also docs/): RPC worker threads run the operation
+// handlers (mds/ops/*.cc) concurrently. Every mutation takes the namespace mutex (mutex())
+// for its whole read-check-write sequence and commits exactly one WriteBatch with
+// WriteOptions::sync = true (mds/txn.h) before replying, so mutations are serialized and
+// each is atomic and durable. Reads (lookup, getattr, readdir, getxattr, ...) do not take the
+// mutex: they read RocksDB directly and see each mutation either entirely or not at all
+// (a multi-key read may straddle two mutations; it then reports ENOENT, as a race would).
+// The in-memory state below is GUARDED_BY(mutex_); accessors that copy it take the mutex
+// briefly. Group commit of concurrent mutations is a later optimization.
+//
+// Lock order: Namespace::mutex_ is the only lock held while calling RocksDB; it is never held
+// while calling the OstGateway (network).
+#pragma once
+
+#include <rocksdb/db.h>
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "mds/ost_gateway.h"
+#include "proto/stria.pb.h"
+
+namespace stria::mds {
+
+// One inode as stored under I<ino>.
+struct InodeRecord {
+  proto::Attr attr;
+  proto::Layout layout;               // regular files
+  bool has_default_layout = false;    // directories
+  proto::Layout default_layout;
+  std::string symlink_target;
+  uint64_t parent = 0;                // directories: the parent directory's inode
+
+  bool is_dir() const;
+  bool is_reg() const;
+  bool is_lnk() const;
+  std::string Encode() const;
+  static Result<InodeRecord> Decode(std::string_view bytes);
+};
+
+// One OST as the MGS knows it, with the MDS's object id counter for it.
+struct OstState {
+  proto::OstInfo info;
+  uint64_t next_object_id = 1;
+};
+
+// The counters kept in the superblock (S keys).
+struct SuperState {
+  uint64_t next_ino = 2;
+  uint64_t inodes = 1;
+  uint64_t destroy_seq = 1;
+  uint64_t config_gen = 1;
+};
+
+struct NamespaceOptions {
+  std::string data_dir;     // the RocksDB directory; formatted when empty or missing
+  std::string fsname;       // must match the stored name of an existing filesystem
+  bool format_if_empty = true;
+};
+
+class Namespace {
+ public:
+  // Opens (or formats) the store. kWrongFs when data_dir holds another filesystem; kDbError
+  // for RocksDB failures. `gateway` may be null (statfs then counts no OST space; the destroy
+  // queue cannot run); it must outlive the Namespace.
+  static Result<std::unique_ptr<Namespace>> Open(const NamespaceOptions& options,
+                                                 OstGateway* gateway);
+  ~Namespace();  // closes RocksDB cleanly
+  Namespace(const Namespace&) = delete;
+  Namespace& operator=(const Namespace&) = delete;
+
+  const std::string& fsname() const { return fsname_; }
+  OstGateway* gateway() const { return gateway_; }
+  rocksdb::DB* db() const { return db_.get(); }
+
+  // The namespace mutex: held by every mutation for its whole duration.
+  std::mutex& mutex() { return mutex_; }
+
+  // ---- reads (no mutex) ----
+  // kNoEnt when the inode does not exist, kCorrupt when its record does not decode.
+  Result<InodeRecord> GetInode(uint64_t ino) const;
+  // The child inode and type of parent/name, or nullopt.
+  Result<std::optional<std::pair<uint64_t, proto::FileType>>> GetDirent(
+      uint64_t parent, std::string_view name) const;
+  // A raw value, or nullopt when absent.
+  Result<std::optional<std::string>> Get(const std::string& key) const;
+  // True when directory `ino` has no entries.
+  Result<bool> DirIsEmpty(uint64_t ino) const;
+
+  // ---- in-memory state ----
+  // REQUIRES: mutex() held.
+  SuperState& super_locked() { return super_; }
+  std::map<uint32_t, OstState>& osts_locked() { return osts_; }
+  uint64_t& rr_cursor_locked() { return rr_cursor_; }
+
+  // Copies, taking the mutex briefly.
+  std::vector<proto::OstInfo> OstTable();
+  uint64_t ConfigGeneration();
+  uint64_t InodeCount();
+
+  // ---- open handles (regular files), for unlink-while-open ----
+  // open_mutex() guards the handle table. Lock order: mutex() before open_mutex(). Open
+  // holds it while it reads the inode and registers the handle; a mutation that drops the
+  // last link of a file holds it from the check to the commit, so no open slips between.
+  std::mutex& open_mutex() { return open_mu_; }
+  // REQUIRES: open_mutex() held. A new handle on `ino`; tracked (counted) for regular files.
+  uint64_t RegisterOpenLocked(uint64_t ino, bool track);
+  // REQUIRES: open_mutex() held. Forgets `handle` (of `ino`); true when it was the last
+  // handle on ino. Unknown handles (e.g. from before a restart) are ignored (false).
+  bool ReleaseHandleLocked(uint64_t handle, uint64_t ino);
+  // REQUIRES: open_mutex() held.
+  bool IsOpenLocked(uint64_t ino) const { return open_counts_.count(ino) != 0; }
+
+  // Writes one batch durably (sync = true). Any failure is kDbError.
+  Status Write(rocksdb::WriteBatch* batch);
+
+  // Wall-clock nanoseconds since the epoch.
+  static int64_t NowNs();
+
+ private:
+  Namespace() = default;
+  Status Format(const std::string& fsname);
+  Status Load();
+  Status ReapOrphans();
+
+  std::unique_ptr<rocksdb::DB> db_;
+  std::string fsname_;
+  OstGateway* gateway_ = nullptr;
+
+  std::mutex mutex_;
+  SuperState super_;                  // GUARDED_BY(mutex_)
+  std::map<uint32_t, OstState> osts_; // GUARDED_BY(mutex_)
+  uint64_t rr_cursor_ = 0;            // GUARDED_BY(mutex_): round-robin start, not persisted
+  std::mutex open_mu_;
+  uint64_t next_handle_ = 0;                          // GUARDED_BY(open_mu_)
+  std::map<uint64_t, uint64_t> handles_;              // GUARDED_BY(open_mu_): handle -> ino
+  std::map<uint64_t, uint32_t> open_counts_;          // GUARDED_BY(open_mu_): ino -> handles
+};
+
+// Maps a RocksDB status to kDbError (kOk stays kOk).
+Status FromRocks(const rocksdb::Status& s, std::string_view what);
+
+}  // namespace stria::mds

@@ -1,0 +1,98 @@
+// OP_MDS_CREATE: a regular file (with its layout allocated), a directory, a symlink, or a
+// device/FIFO/socket node, in one batch with the parent's entry, mtime/ctime and nlink, the
+// superblock counters and the OST object counters.
+//   EEXIST if the name exists; EINVAL for "", ".", ".." or names with '/'; ENAMETOOLONG past
+//   255 bytes; EACCES without write+search on the parent; ENOSPC "no OSTs registered" for a
+//   regular file when no OST is active.
+// Ownership: the caller's uid; the parent's gid when the parent is setgid (and a new
+// directory inherits the setgid bit), else the caller's gid.
+#include <sys/stat.h>
+
+#include <mutex>
+
+#include "mds/internal/layout_alloc.h"
+#include "mds/internal/op_util.h"
+#include "mds/internal/perm.h"
+#include "mds/ops/ops.h"
+#include "mds/txn.h"
+
+namespace stria::mds {
+
+Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply* rep) {
+  const proto::Credentials& cred = req.cred();
+  STRIA_RETURN_IF_ERROR(ValidateName(req.name()));
+  uint32_t type = req.mode() & S_IFMT;
+  if (type == 0) type = S_IFREG;
+  const proto::FileType ft = FileTypeOfMode(type);
+  if (ft == proto::FT_UNKNOWN) return Status(Code::kInval, "unknown file type in mode");
+  if (ft == proto::FT_LNK) {
+    if (req.symlink_target().empty()) return Status(Code::kNoEnt, "empty symlink target");
+    if (req.symlink_target().size() > kMaxSymlinkLen) {
+      return Status(Code::kNameTooLong, "symlink target longer than 4095 bytes");
+    }
+  }
+
+  std::lock_guard lock(ns.mutex());
+  Txn txn(&ns);
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * parent, WritableDir(txn, req.parent(), cred));
+  STRIA_ASSIGN_OR_RETURN(auto existing, ns.GetDirent(req.parent(), req.name()));
+  if (existing) return Status(Code::kExist, "'" + req.name() + "' exists");
+  if (ft == proto::FT_DIR && parent->attr.nlink() >= kMaxLinks) {
+    return Status(Code::kMLink, "too many subdirectories");
+  }
+
+  // The layout first: it can fail (no OSTs, bad request) before anything else changes.
+  proto::Layout layout;
+  if (ft == proto::FT_REG) {
+    STRIA_ASSIGN_OR_RETURN(layout, AllocateLayout(txn, req.parent(),
+                                                  req.has_layout() ? &req.layout() : nullptr));
+  }
+  const uint32_t parent_gid = parent->attr.gid();
+  const bool parent_setgid = parent->attr.mode() & S_ISGID;
+  const uint64_t parent_ino = req.parent();
+
+  InodeRecord* rec = txn.NewInode();
+  proto::Attr& a = rec->attr;
+  uint32_t perm = req.mode() & 07777 & ~(req.umask() & 0777);
+  if (ft == proto::FT_LNK) perm = 0777;
+  a.set_uid(cred.uid());
+  a.set_gid(parent_setgid ? parent_gid : cred.gid());
+  if (ft == proto::FT_DIR && parent_setgid) perm |= S_ISGID;
+  if (ft != proto::FT_DIR && (perm & S_ISGID) && cred.uid() != 0 && !InGroup(cred, a.gid())) {
+    perm &= ~static_cast<uint32_t>(S_ISGID);
+  }
+  a.set_mode(type | perm);
+  switch (ft) {
+    case proto::FT_REG:
+      rec->layout = std::move(layout);
+      break;
+    case proto::FT_DIR:
+      a.set_nlink(2);
+      a.set_size(4096);
+      a.set_blocks(8);
+      rec->parent = parent_ino;
+      break;
+    case proto::FT_LNK:
+      rec->symlink_target = req.symlink_target();
+      a.set_size(req.symlink_target().size());
+      break;
+    case proto::FT_CHR:
+    case proto::FT_BLK:
+      a.set_rdev(req.rdev());
+      break;
+    default:
+      break;
+  }
+  const uint64_t ino = a.ino();
+  a.set_generation(1);
+  txn.PutDirent(parent_ino, req.name(), ino, ft);
+  // NewInode may have rehashed nothing (std::map), so parent is still valid.
+  if (ft == proto::FT_DIR) parent->attr.set_nlink(parent->attr.nlink() + 1);
+  TouchDir(txn, parent);
+  // The reply is filled before the commit: a persisted reply (mds/reply_journal.h) is
+  // written in the same batch.
+  FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
+  return txn.Commit();
+}
+
+}  // namespace stria::mds

@@ -1,0 +1,81 @@
+// OP_MDS_OPEN: checks access for the open flags (read for O_RDONLY/O_RDWR, write for
+// O_WRONLY/O_RDWR/O_TRUNC; EISDIR for writing a directory; ELOOP for a symlink) and returns
+// the attributes, the layout and a handle number. O_TRUNC does not truncate here: the
+// client truncates the objects and sends SETATTR_SIZE.
+// A regular file unlinked while open stays (nlink 0, an orphan) until its last close.
+// OP_MDS_CLOSE: when the client wrote, size = max(size, reported size), mtime = the
+// reported write time (now when absent), ctime = now, and a non-root writer clears
+// S_ISUID/S_ISGID as write(2) does.
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <mutex>
+
+#include "common/layout.h"
+#include "mds/internal/op_util.h"
+#include "mds/internal/perm.h"
+#include "mds/ops/ops.h"
+#include "mds/txn.h"
+
+namespace stria::mds {
+
+Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep) {
+  // Held while the inode is read and the handle registered: an unlink of the last link
+  // either sees this handle (and keeps the file as an orphan) or committed before the read.
+  std::lock_guard open_lock(ns.open_mutex());
+  STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns.GetInode(req.ino()));
+  const uint32_t acc = req.flags() & O_ACCMODE;
+  int mask = 0;
+  if (acc == O_RDONLY || acc == O_RDWR) mask |= kMayRead;
+  if (acc == O_WRONLY || acc == O_RDWR || (req.flags() & O_TRUNC)) mask |= kMayWrite;
+  if (acc == 3) return Status(Code::kInval, "invalid open access mode");
+  if (rec.is_lnk()) return Status(Code::kLoop, "cannot open a symlink");
+  if (rec.is_dir() && (mask & kMayWrite)) return Status(Code::kIsDir, "cannot open a directory for writing");
+  STRIA_RETURN_IF_ERROR(CheckAccess(rec.attr, req.cred(), mask));
+  FillReply(rec, rep->mutable_attr(), rep->mutable_layout());
+  rep->set_handle(ns.RegisterOpenLocked(req.ino(), rec.is_reg()));
+  return Status::Ok();
+}
+
+Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* rep) {
+  if (req.size() > kMaxFileSize) return Status(Code::kFBig, "reported size beyond the maximum");
+  bool last = false;
+  {
+    std::lock_guard open_lock(ns.open_mutex());
+    last = ns.ReleaseHandleLocked(req.handle(), req.ino());
+  }
+  if (!req.wrote()) {
+    STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns.GetInode(req.ino()));
+    if (!(last && rec.attr.nlink() == 0)) {
+      FillReply(rec, rep->mutable_attr(), rep->mutable_layout());
+      return Status::Ok();
+    }
+  }
+  std::lock_guard lock(ns.mutex());
+  Txn txn(&ns);
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
+  if (!rec->is_reg()) return Status(Code::kInval, "close with writes on a non-regular file");
+  if (!req.wrote()) {
+    // The last close of a file unlinked while open: it goes now (unless reopened meanwhile).
+    FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
+    txn.DropLastLink(req.ino());
+    return txn.Commit();
+  }
+  proto::Attr& a = rec->attr;
+  if (req.size() > a.size()) a.set_size(req.size());
+  a.set_mtime_ns(req.mtime_ns() > 0 ? req.mtime_ns() : txn.now());
+  a.set_ctime_ns(txn.now());
+  if (req.cred().uid() != 0 && (a.mode() & (S_ISUID | S_ISGID))) {
+    uint32_t mode = a.mode() & ~static_cast<uint32_t>(S_ISUID);
+    if (mode & S_IXGRP) mode &= ~static_cast<uint32_t>(S_ISGID);
+    a.set_mode(mode);
+  }
+  txn.Dirty(req.ino());
+  // The reply is filled before the commit: a persisted reply (mds/reply_journal.h) is
+  // written in the same batch.
+  FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
+  if (last && a.nlink() == 0) txn.DropLastLink(req.ino());
+  return txn.Commit();
+}
+
+}  // namespace stria::mds

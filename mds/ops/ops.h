@@ -1,0 +1,55 @@
+// The MDS and MGS operations, one per file in mds/ops/, each a function over a Namespace.
+//
+// Each takes the decoded request and fills the reply; a non-OK Status is the error reply.
+// Mutations take the namespace mutex and commit one synced WriteBatch (mds/txn.h) before
+// returning; reads take no lock. Unit tests call these directly; mds/mds_service.cc registers
+// them on the RPC server. Every field of a request is validated here: requests come from the
+// network. Thread-safety: all are safe to call concurrently.
+#pragma once
+
+#include "common/status.h"
+#include "mds/namespace.h"
+#include "proto/stria.pb.h"
+
+namespace stria::mds {
+
+// ---- MDS ----
+Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply* rep);
+Status Getattr(Namespace& ns, const proto::GetattrRequest& req, proto::AttrReply* rep);
+Status Setattr(Namespace& ns, const proto::SetattrRequest& req, proto::AttrReply* rep);
+Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply* rep);
+Status Unlink(Namespace& ns, const proto::UnlinkRequest& req, proto::UnlinkReply* rep);
+Status Rename(Namespace& ns, const proto::RenameRequest& req, proto::RenameReply* rep);
+Status Link(Namespace& ns, const proto::LinkRequest& req, proto::EntryReply* rep);
+Status Readlink(Namespace& ns, const proto::ReadlinkRequest& req, proto::ReadlinkReply* rep);
+Status Readdir(Namespace& ns, const proto::ReaddirRequest& req, proto::ReaddirReply* rep);
+Status Statfs(Namespace& ns, const proto::StatfsRequest& req, proto::StatfsReply* rep);
+Status Getxattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrReply* rep);
+Status Setxattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrReply* rep);
+Status Listxattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrReply* rep);
+Status Removexattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrReply* rep);
+Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep);
+Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* rep);
+Status SetDefaultLayout(Namespace& ns, const proto::SetDefaultLayoutRequest& req,
+                        proto::SetDefaultLayoutReply* rep);
+Status GetDefaultLayout(Namespace& ns, const proto::GetDefaultLayoutRequest& req,
+                        proto::GetDefaultLayoutReply* rep);
+
+// ---- MGS ----
+Status RegisterOst(Namespace& ns, const proto::RegisterOstRequest& req,
+                   proto::RegisterOstReply* rep);
+Status GetConfig(Namespace& ns, const proto::GetConfigRequest& req, proto::FsConfig* rep);
+Status SetParam(Namespace& ns, const proto::SetParamRequest& req, proto::SetParamReply* rep);
+Status GetParam(Namespace& ns, const proto::GetParamRequest& req, proto::GetParamReply* rep);
+
+// RENAME_* flags of RenameRequest.flags, XATTR_* of XattrRequest.flags.
+inline constexpr uint32_t kRenameNoReplace = 1;
+inline constexpr uint32_t kRenameExchange = 2;
+inline constexpr uint32_t kXattrCreate = 1;
+inline constexpr uint32_t kXattrReplace = 2;
+inline constexpr size_t kMaxXattrValue = 64 * 1024;
+// readdir: entries per reply when max_entries is 0, and the most ever sent.
+inline constexpr uint32_t kDefaultReaddirEntries = 1024;
+inline constexpr uint32_t kMaxReaddirEntries = 8192;
+
+}  // namespace stria::mds

@@ -1,0 +1,374 @@
+// Create, lookup, getattr, setattr, unlink/rmdir, link, readlink, open/close, statfs and
+// default layouts, with their errno cases.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mds/mds_test_util.h"
+#include "mds/schema.h"
+
+namespace stria::mds {
+namespace {
+
+using testing::MdsFixture;
+using testing::Root;
+using testing::User;
+
+TEST(CreateTest, AllTypes) {
+  MdsFixture f;
+  f.AddOsts(1);
+  auto dir = f.Mkdir(kRootIno, "d", 0750);
+  EXPECT_EQ(dir.attr().mode(), static_cast<uint32_t>(S_IFDIR | 0750));
+  EXPECT_EQ(dir.attr().nlink(), 2u);
+  EXPECT_EQ(f.Getattr(kRootIno).nlink(), 3u);  // 2 + one subdirectory
+
+  auto file = f.Mkfile(kRootIno, "f", 0640);
+  EXPECT_EQ(file.attr().mode(), static_cast<uint32_t>(S_IFREG | 0640));
+  EXPECT_EQ(file.attr().nlink(), 1u);
+  EXPECT_EQ(file.layout().objects_size(), 1);
+
+  proto::CreateRequest req;
+  req.set_parent(kRootIno);
+  req.set_name("l");
+  req.set_mode(S_IFLNK | 0777);
+  req.set_symlink_target("/some/where");
+  proto::EntryReply rep;
+  ASSERT_TRUE(Create(f.ns(), req, &rep).ok());
+  EXPECT_TRUE(S_ISLNK(rep.attr().mode()));
+  EXPECT_EQ(rep.attr().size(), 11u);
+  proto::ReadlinkRequest rl;
+  rl.set_ino(rep.attr().ino());
+  proto::ReadlinkReply rlr;
+  ASSERT_TRUE(Readlink(f.ns(), rl, &rlr).ok());
+  EXPECT_EQ(rlr.target(), "/some/where");
+  rl.set_ino(file.attr().ino());
+  EXPECT_EQ(Readlink(f.ns(), rl, &rlr).code(), Code::kInval);
+
+  for (uint32_t type : {S_IFIFO, S_IFSOCK, S_IFCHR, S_IFBLK}) {
+    proto::EntryReply n;
+    ASSERT_TRUE(f.Create(kRootIno, "node" + std::to_string(type), type | 0600, Root(), &n).ok());
+    EXPECT_EQ(n.attr().mode() & S_IFMT, type);
+    EXPECT_EQ(n.layout().objects_size(), 0);
+  }
+  proto::CreateRequest dev;
+  dev.set_parent(kRootIno);
+  dev.set_name("tty");
+  dev.set_mode(S_IFCHR | 0600);
+  dev.set_rdev(0x0501);
+  ASSERT_TRUE(Create(f.ns(), dev, &rep).ok());
+  EXPECT_EQ(f.Getattr(rep.attr().ino()).rdev(), 0x0501u);
+}
+
+TEST(CreateTest, Errors) {
+  MdsFixture f;
+  f.AddOsts(1);
+  f.Mkfile(kRootIno, "x");
+  EXPECT_EQ(f.Create(kRootIno, "x", S_IFREG | 0644, Root()).code(), Code::kExist);
+  EXPECT_EQ(f.Create(kRootIno, "x", S_IFDIR | 0755, Root()).code(), Code::kExist);
+  EXPECT_EQ(f.Create(kRootIno, std::string(256, 'a'), S_IFREG, Root()).code(), Code::kNameTooLong);
+  EXPECT_TRUE(f.Create(kRootIno, std::string(255, 'a'), S_IFREG, Root()).ok());
+  for (const char* bad : {"", ".", "..", "a/b"}) {
+    EXPECT_EQ(f.Create(kRootIno, bad, S_IFREG, Root()).code(), Code::kInval) << bad;
+  }
+  auto file = f.Mkfile(kRootIno, "plain");
+  EXPECT_EQ(f.Create(file.attr().ino(), "y", S_IFREG, Root()).code(), Code::kNotDir);
+  EXPECT_EQ(f.Create(999, "y", S_IFREG, Root()).code(), Code::kNoEnt);
+  proto::CreateRequest req;
+  req.set_parent(kRootIno);
+  req.set_name("emptylink");
+  req.set_mode(S_IFLNK | 0777);
+  proto::EntryReply rep;
+  EXPECT_EQ(Create(f.ns(), req, &rep).code(), Code::kNoEnt);
+}
+
+TEST(CreateTest, NoOstsIsNoSpaceForFilesOnly) {
+  MdsFixture f;
+  Status st = f.Create(kRootIno, "f", S_IFREG | 0644, Root());
+  EXPECT_EQ(st.code(), Code::kNoSpc);
+  EXPECT_NE(st.message().find("no OSTs registered"), std::string::npos);
+  EXPECT_TRUE(f.Create(kRootIno, "d", S_IFDIR | 0755, Root()).ok());
+  EXPECT_TRUE(f.Create(kRootIno, "p", S_IFIFO | 0644, Root()).ok());
+  EXPECT_FALSE(f.Lookup(kRootIno, "f").ok());
+}
+
+TEST(CreateTest, UmaskAndSetgidDirectory) {
+  MdsFixture f;
+  f.AddOsts(1);
+  auto d = f.Mkdir(kRootIno, "shared", 02777);
+  proto::SetattrRequest chgrp;
+  chgrp.set_ino(d.attr().ino());
+  chgrp.set_valid(proto::SETATTR_GID);
+  chgrp.mutable_attr()->set_gid(500);
+  proto::AttrReply ar;
+  ASSERT_TRUE(Setattr(f.ns(), chgrp, &ar).ok());
+  // A user not in group 500 creates inside: inherits gid 500; subdirs inherit setgid.
+  proto::EntryReply sub;
+  ASSERT_TRUE(f.Create(d.attr().ino(), "sub", S_IFDIR | 0755, User(1000, 1000), &sub).ok());
+  EXPECT_EQ(sub.attr().gid(), 500u);
+  EXPECT_TRUE(sub.attr().mode() & S_ISGID);
+  proto::EntryReply file;
+  ASSERT_TRUE(f.Create(d.attr().ino(), "file", S_IFREG | 0666, User(1000, 1000), &file).ok());
+  EXPECT_EQ(file.attr().gid(), 500u);
+  EXPECT_EQ(file.attr().uid(), 1000u);
+  proto::CreateRequest req;
+  req.set_parent(kRootIno);
+  req.set_name("masked");
+  req.set_mode(S_IFREG | 0666);
+  req.set_umask(022);
+  proto::EntryReply rep;
+  ASSERT_TRUE(Create(f.ns(), req, &rep).ok());
+  EXPECT_EQ(rep.attr().mode() & 07777, 0644u);
+}
+
+TEST(LookupTest, DotDotAndErrors) {
+  MdsFixture f;
+  auto d = f.Mkdir(kRootIno, "d");
+  auto dot = f.Lookup(d.attr().ino(), ".");
+  ASSERT_TRUE(dot.ok());
+  EXPECT_EQ(dot->ino(), d.attr().ino());
+  auto up = f.Lookup(d.attr().ino(), "..");
+  ASSERT_TRUE(up.ok());
+  EXPECT_EQ(up->ino(), kRootIno);
+  EXPECT_EQ(f.Lookup(kRootIno, "missing").status().code(), Code::kNoEnt);
+  EXPECT_EQ(f.Lookup(kRootIno, std::string(300, 'x')).status().code(), Code::kNameTooLong);
+}
+
+TEST(SetattrTest, ModeOwnerSizeTimes) {
+  MdsFixture f;
+  f.AddOsts(1);
+  auto file = f.Mkfile(kRootIno, "f", 0644);
+  const uint64_t ino = file.attr().ino();
+  proto::SetattrRequest req;
+  req.set_ino(ino);
+  req.set_valid(proto::SETATTR_MODE | proto::SETATTR_UID | proto::SETATTR_GID);
+  req.mutable_attr()->set_mode(0600);
+  req.mutable_attr()->set_uid(42);
+  req.mutable_attr()->set_gid(43);
+  proto::AttrReply rep;
+  ASSERT_TRUE(Setattr(f.ns(), req, &rep).ok());
+  EXPECT_EQ(rep.attr().mode(), static_cast<uint32_t>(S_IFREG | 0600));
+  EXPECT_EQ(rep.attr().uid(), 42u);
+  EXPECT_EQ(rep.attr().gid(), 43u);
+  EXPECT_GE(rep.attr().ctime_ns(), file.attr().ctime_ns());
+
+  req.set_valid(proto::SETATTR_SIZE);
+  req.mutable_attr()->set_size(12345);
+  ASSERT_TRUE(Setattr(f.ns(), req, &rep).ok());
+  EXPECT_EQ(f.Getattr(ino).size(), 12345u);
+  req.mutable_attr()->set_size(10);  // exact, also downwards
+  ASSERT_TRUE(Setattr(f.ns(), req, &rep).ok());
+  EXPECT_EQ(f.Getattr(ino).size(), 10u);
+
+  req.set_valid(proto::SETATTR_ATIME | proto::SETATTR_MTIME);
+  req.mutable_attr()->set_atime_ns(1'000'000'000);
+  req.mutable_attr()->set_mtime_ns(2'000'000'000);
+  ASSERT_TRUE(Setattr(f.ns(), req, &rep).ok());
+  EXPECT_EQ(f.Getattr(ino).atime_ns(), 1'000'000'000);
+  EXPECT_EQ(f.Getattr(ino).mtime_ns(), 2'000'000'000);
+  req.set_valid(proto::SETATTR_MTIME | proto::SETATTR_MTIME_NOW);
+  ASSERT_TRUE(Setattr(f.ns(), req, &rep).ok());
+  EXPECT_GT(f.Getattr(ino).mtime_ns(), 2'000'000'000);
+  EXPECT_EQ(f.Getattr(ino).atime_ns(), 1'000'000'000);
+
+  auto d = f.Mkdir(kRootIno, "d");
+  req.set_ino(d.attr().ino());
+  req.set_valid(proto::SETATTR_SIZE);
+  EXPECT_EQ(Setattr(f.ns(), req, &rep).code(), Code::kIsDir);
+  req.set_ino(ino);
+  req.mutable_attr()->set_size(1ull << 62);
+  EXPECT_EQ(Setattr(f.ns(), req, &rep).code(), Code::kFBig);
+  req.set_ino(4242);
+  EXPECT_EQ(Setattr(f.ns(), req, &rep).code(), Code::kNoEnt);
+}
+
+TEST(UnlinkTest, UnlinkAndRmdir) {
+  MdsFixture f;
+  f.AddOsts(1);
+  auto d = f.Mkdir(kRootIno, "d");
+  f.Mkfile(d.attr().ino(), "f");
+  EXPECT_EQ(f.Unlink(kRootIno, "d", /*is_dir=*/false).code(), Code::kIsDir);
+  EXPECT_EQ(f.Unlink(kRootIno, "d", true).code(), Code::kNotEmpty);
+  EXPECT_EQ(f.Unlink(d.attr().ino(), "f", true).code(), Code::kNotDir);
+  EXPECT_EQ(f.Unlink(d.attr().ino(), "nope", false).code(), Code::kNoEnt);
+  EXPECT_EQ(f.Unlink(kRootIno, ".", true).code(), Code::kInval);
+  const uint64_t inodes = f.ns().InodeCount();
+  ASSERT_TRUE(f.Unlink(d.attr().ino(), "f", false).ok());
+  EXPECT_EQ(f.ns().InodeCount(), inodes - 1);
+  EXPECT_EQ(f.Getattr(kRootIno).nlink(), 3u);
+  ASSERT_TRUE(f.Unlink(kRootIno, "d", true).ok());
+  EXPECT_EQ(f.Getattr(kRootIno).nlink(), 2u);
+  EXPECT_EQ(f.Lookup(kRootIno, "d").status().code(), Code::kNoEnt);
+  proto::GetattrRequest g;
+  g.set_ino(d.attr().ino());
+  proto::AttrReply ar;
+  EXPECT_EQ(Getattr(f.ns(), g, &ar).code(), Code::kNoEnt);
+}
+
+TEST(LinkTest, HardLinks) {
+  MdsFixture f;
+  f.AddOsts(1);
+  auto file = f.Mkfile(kRootIno, "a");
+  auto d = f.Mkdir(kRootIno, "d");
+  proto::LinkRequest req;
+  req.set_ino(file.attr().ino());
+  req.set_new_parent(d.attr().ino());
+  req.set_new_name("b");
+  proto::EntryReply rep;
+  ASSERT_TRUE(Link(f.ns(), req, &rep).ok());
+  EXPECT_EQ(rep.attr().nlink(), 2u);
+  EXPECT_EQ(Link(f.ns(), req, &rep).code(), Code::kExist);
+  req.set_ino(d.attr().ino());
+  req.set_new_name("dirlink");
+  EXPECT_EQ(Link(f.ns(), req, &rep).code(), Code::kPerm);
+
+  ASSERT_TRUE(f.Unlink(kRootIno, "a", false).ok());
+  auto b = f.Lookup(d.attr().ino(), "b");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->nlink(), 1u);
+  EXPECT_EQ(b->ino(), file.attr().ino());
+  EXPECT_EQ(f.ns().InodeCount(), 3u);  // root, d, the file
+}
+
+TEST(OpenCloseTest, AccessAndSize) {
+  MdsFixture f;
+  f.AddOsts(2);
+  auto file = f.Mkfile(kRootIno, "f", 0644);
+  const uint64_t ino = file.attr().ino();
+  proto::OpenRequest open;
+  open.set_ino(ino);
+  open.set_flags(O_RDWR);
+  proto::OpenReply orep;
+  ASSERT_TRUE(Open(f.ns(), open, &orep).ok());
+  EXPECT_EQ(orep.layout().objects_size(), 1);
+  EXPECT_GT(orep.handle(), 0u);
+  *open.mutable_cred() = User(1000, 1000);
+  open.set_flags(O_WRONLY);
+  EXPECT_EQ(Open(f.ns(), open, &orep).code(), Code::kAccess);
+  open.set_flags(O_RDONLY);
+  EXPECT_TRUE(Open(f.ns(), open, &orep).ok());
+  open.set_ino(kRootIno);
+  open.set_flags(O_WRONLY);
+  *open.mutable_cred() = Root();
+  EXPECT_EQ(Open(f.ns(), open, &orep).code(), Code::kIsDir);
+
+  proto::CloseRequest close;
+  close.set_ino(ino);
+  close.set_wrote(true);
+  close.set_size(5000);
+  close.set_mtime_ns(3'000'000'000);
+  proto::AttrReply crep;
+  ASSERT_TRUE(Close(f.ns(), close, &crep).ok());
+  EXPECT_EQ(crep.attr().size(), 5000u);
+  EXPECT_EQ(crep.attr().mtime_ns(), 3'000'000'000);
+  close.set_size(100);  // a smaller report never shrinks the file
+  ASSERT_TRUE(Close(f.ns(), close, &crep).ok());
+  EXPECT_EQ(f.Getattr(ino).size(), 5000u);
+  close.set_wrote(false);
+  close.set_size(9999);
+  ASSERT_TRUE(Close(f.ns(), close, &crep).ok());
+  EXPECT_EQ(f.Getattr(ino).size(), 5000u);
+}
+
+TEST(StatfsTest, SumsOstsAndSkipsFailures) {
+  MdsFixture f;
+  f.AddOsts(3);
+  f.gateway().FailOst(2, true);
+  proto::StatfsReply rep;
+  ASSERT_TRUE(Statfs(f.ns(), proto::StatfsRequest(), &rep).ok());
+  EXPECT_EQ(rep.bsize(), 4096u);
+  EXPECT_EQ(rep.blocks(), 2 * 1000u);  // 4000 KiB-blocks = 1000 4K-blocks per OST
+  EXPECT_EQ(rep.bfree(), 2 * 750u);
+  EXPECT_EQ(rep.bavail(), 2 * 500u);
+  EXPECT_EQ(rep.namelen(), 255u);
+  EXPECT_EQ(rep.files() - rep.ffree(), 1u);
+}
+
+TEST(DefaultLayoutTest, SetGetRemoveInherit) {
+  MdsFixture f;
+  f.AddOsts(4);
+  auto d = f.Mkdir(kRootIno, "d");
+  proto::SetDefaultLayoutRequest set;
+  set.set_ino(d.attr().ino());
+  set.mutable_layout()->set_stripe_count(3);
+  set.mutable_layout()->set_stripe_size(1 << 20);
+  set.mutable_layout()->set_stripe_offset(-1);
+  proto::SetDefaultLayoutReply srep;
+  ASSERT_TRUE(SetDefaultLayout(f.ns(), set, &srep).ok());
+  proto::GetDefaultLayoutRequest get;
+  get.set_ino(d.attr().ino());
+  proto::GetDefaultLayoutReply grep;
+  ASSERT_TRUE(GetDefaultLayout(f.ns(), get, &grep).ok());
+  EXPECT_TRUE(grep.is_set());
+  EXPECT_EQ(grep.layout().stripe_count(), 3);
+  auto file = f.Mkfile(d.attr().ino(), "f");
+  EXPECT_EQ(file.layout().objects_size(), 3);
+  EXPECT_EQ(file.layout().stripe_size(), 1u << 20);
+  // A subdirectory without its own default inherits only from the root (Lustre: from
+  // the parent at creation is not copied); the root default is the filesystem default.
+  set.set_remove(true);
+  ASSERT_TRUE(SetDefaultLayout(f.ns(), set, &srep).ok());
+  ASSERT_TRUE(GetDefaultLayout(f.ns(), get, &grep).ok());
+  EXPECT_FALSE(grep.is_set());
+  EXPECT_EQ(grep.layout().stripe_count(), 1);
+  EXPECT_EQ(grep.layout().stripe_size(), 4u << 20);
+
+  set.set_remove(false);
+  set.mutable_layout()->set_stripe_size(1000);  // not a multiple of 64 KiB
+  EXPECT_EQ(SetDefaultLayout(f.ns(), set, &srep).code(), Code::kInval);
+  set.mutable_layout()->set_stripe_size(0);
+  set.mutable_layout()->set_stripe_offset(17);
+  EXPECT_EQ(SetDefaultLayout(f.ns(), set, &srep).code(), Code::kInval);
+  set.set_ino(file.attr().ino());
+  set.mutable_layout()->set_stripe_offset(-1);
+  EXPECT_EQ(SetDefaultLayout(f.ns(), set, &srep).code(), Code::kNotDir);
+  set.set_ino(d.attr().ino());
+  *set.mutable_cred() = User(1000, 1000);
+  EXPECT_EQ(SetDefaultLayout(f.ns(), set, &srep).code(), Code::kPerm);
+
+  // Root default = filesystem default, inherited by every directory without its own.
+  set.set_ino(kRootIno);
+  *set.mutable_cred() = Root();
+  set.mutable_layout()->set_stripe_count(2);
+  ASSERT_TRUE(SetDefaultLayout(f.ns(), set, &srep).ok());
+  auto g = f.Mkfile(d.attr().ino(), "g");
+  EXPECT_EQ(g.layout().objects_size(), 2);
+}
+
+}  // namespace
+}  // namespace stria::mds
+
+namespace stria::mds {
+namespace {
+
+TEST(ConcurrencyTest, ParallelMkdirsKeepCountsExact) {
+  testing::MdsFixture f;
+  auto d = f.Mkdir(kRootIno, "d");
+  const int kThreads = 4, kEach = 40;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        Status st = f.Create(d.attr().ino(), "t" + std::to_string(t) + "-" + std::to_string(i),
+                             S_IFDIR | 0755, testing::Root());
+        if (!st.ok()) failures++;
+        // Everyone also races on one name: exactly one wins overall.
+        st = f.Create(d.attr().ino(), "race" + std::to_string(i), S_IFDIR | 0755,
+                      testing::Root());
+        if (!st.ok() && st.code() != Code::kExist) failures++;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(f.Getattr(d.attr().ino()).nlink(), 2u + kThreads * kEach + kEach);
+  EXPECT_EQ(f.ns().InodeCount(), 2u + kThreads * kEach + kEach);
+}
+
+}  // namespace
+}  // namespace stria::mds

@@ -1,0 +1,124 @@
+#include "mds/txn.h"
+
+#include <sys/stat.h>
+
+#include "mds/mds_record.pb.h"
+#include "mds/reply_journal.h"
+#include "mds/schema.h"
+
+namespace stria::mds {
+
+Txn::Txn(Namespace* ns)
+    : ns_(ns),
+      now_(Namespace::NowNs()),
+      super_(ns->super_locked()),
+      orig_super_(ns->super_locked()),
+      rr_cursor_(ns->rr_cursor_locked()) {}
+
+Result<InodeRecord*> Txn::Inode(uint64_t ino) {
+  if (removed_.count(ino)) return Status(Code::kNoEnt, "inode " + std::to_string(ino) + " removed");
+  auto it = inodes_.find(ino);
+  if (it != inodes_.end()) return &it->second;
+  STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns_->GetInode(ino));
+  return &inodes_.emplace(ino, std::move(rec)).first->second;
+}
+
+Result<InodeRecord*> Txn::Dir(uint64_t ino) {
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, Inode(ino));
+  if (!rec->is_dir()) return Status(Code::kNotDir, "inode " + std::to_string(ino) + " is not a directory");
+  return rec;
+}
+
+InodeRecord* Txn::NewInode() {
+  const uint64_t ino = super_.next_ino++;
+  super_.inodes++;
+  InodeRecord& rec = inodes_[ino];
+  rec.attr.set_ino(ino);
+  rec.attr.set_nlink(1);
+  rec.attr.set_atime_ns(now_);
+  rec.attr.set_mtime_ns(now_);
+  rec.attr.set_ctime_ns(now_);
+  dirty_.insert(ino);
+  return &rec;
+}
+
+void Txn::RemoveInode(uint64_t ino) {
+  auto it = inodes_.find(ino);
+  if (it != inodes_.end() && it->second.is_reg() && it->second.layout.objects_size() > 0) {
+    proto::OstDestroyRequest q;
+    for (const auto& o : it->second.layout.objects()) {
+      proto::ObjectId* id = q.add_objects();
+      id->set_ost_idx(o.ost_idx());
+      id->set_object_id(o.object_id());
+      id->set_group(o.group());
+    }
+    batch_.Put(DestroyKey(super_.destroy_seq++), q.SerializeAsString());
+  }
+  batch_.Delete(InodeKey(ino));
+  batch_.Delete(OrphanKey(ino));
+  batch_.DeleteRange(XattrKey(ino), XattrKey(ino + 1));
+  if (super_.inodes > 0) super_.inodes--;
+  dirty_.erase(ino);
+  removed_.insert(ino);
+  inodes_.erase(ino);
+}
+
+void Txn::DropLastLink(uint64_t ino) {
+  if (!open_lock_.owns_lock()) open_lock_ = std::unique_lock(ns_->open_mutex());
+  auto it = inodes_.find(ino);
+  if (it != inodes_.end() && it->second.is_reg() && ns_->IsOpenLocked(ino)) {
+    batch_.Put(OrphanKey(ino), "");
+    dirty_.insert(ino);
+    return;
+  }
+  RemoveInode(ino);
+}
+
+void Txn::PutDirent(uint64_t parent, std::string_view name, uint64_t ino,
+                    proto::FileType type) {
+  rec::Dirent d;
+  d.set_ino(ino);
+  d.set_type(type);
+  batch_.Put(DirentKey(parent, name), d.SerializeAsString());
+}
+
+void Txn::DeleteDirent(uint64_t parent, std::string_view name) {
+  batch_.Delete(DirentKey(parent, name));
+}
+
+std::map<uint32_t, OstState>& Txn::osts() {
+  if (!osts_) osts_ = ns_->osts_locked();
+  return *osts_;
+}
+
+Status Txn::Commit() {
+  for (uint64_t ino : dirty_) batch_.Put(InodeKey(ino), inodes_.at(ino).Encode());
+  if (super_.next_ino != orig_super_.next_ino) {
+    batch_.Put(SuperKey("next_ino"), EncodeBe64(super_.next_ino));
+  }
+  if (super_.inodes != orig_super_.inodes) {
+    batch_.Put(SuperKey("inodes"), EncodeBe64(super_.inodes));
+  }
+  if (super_.destroy_seq != orig_super_.destroy_seq) {
+    batch_.Put(SuperKey("destroy_seq"), EncodeBe64(super_.destroy_seq));
+  }
+  if (super_.config_gen != orig_super_.config_gen) {
+    batch_.Put(SuperKey("config_gen"), EncodeBe64(super_.config_gen));
+  }
+  for (uint32_t idx : dirty_osts_) {
+    const OstState& st = osts_->at(idx);
+    rec::Ost r;
+    st.info.SerializeToString(r.mutable_info());
+    r.set_next_object_id(st.next_object_id);
+    batch_.Put(OstKey(idx), r.SerializeAsString());
+  }
+  if (batch_.Count() == 0) return Status::Ok();
+  AppendReplyRecord(&batch_);
+  STRIA_RETURN_IF_ERROR(ns_->Write(&batch_));
+  ns_->super_locked() = super_;
+  if (osts_) ns_->osts_locked() = std::move(*osts_);
+  ns_->rr_cursor_locked() = rr_cursor_;
+  return Status::Ok();
+}
+
+}  // namespace stria::mds

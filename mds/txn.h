@@ -1,0 +1,83 @@
+// Txn: one namespace mutation, gathered into a single RocksDB WriteBatch.
+//
+// An operation loads the inodes it touches through the Txn (each is read once and cached,
+// so an operation that names the same directory twice edits one copy), changes them, adds
+// directory entries, xattrs, destroy-queue records and OST counter updates, and Commit()s:
+// every dirty inode, the changed superblock counters and the dirty OST entries go into the
+// same batch, written with sync = true. The Namespace's in-memory counters are updated only
+// after the write succeeded, so a failed commit changes nothing.
+//
+// Thread-safety: REQUIRES the Namespace mutex held for the Txn's whole life.
+#pragma once
+
+#include <rocksdb/write_batch.h>
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "mds/namespace.h"
+
+namespace stria::mds {
+
+class Txn {
+ public:
+  explicit Txn(Namespace* ns);
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
+
+  Namespace& ns() { return *ns_; }
+  // One timestamp for everything this operation changes.
+  int64_t now() const { return now_; }
+
+  // The inode, loaded once (kNoEnt when absent). The pointer stays valid until Commit.
+  Result<InodeRecord*> Inode(uint64_t ino);
+  // Like Inode, kNotDir unless a directory.
+  Result<InodeRecord*> Dir(uint64_t ino);
+  // Marks a loaded inode to be written at Commit.
+  void Dirty(uint64_t ino) { dirty_.insert(ino); }
+
+  // A new inode with a fresh number, attr.ino set, nlink 1, times now; dirty.
+  InodeRecord* NewInode();
+  // Deletes the inode and its xattrs; when it is a regular file with objects, they are put on
+  // the destroy queue in this batch.
+  void RemoveInode(uint64_t ino);
+  // The last link of loaded inode `ino` went away: RemoveInode, or, when the file is open,
+  // keep it as an orphan (nlink 0, U key) until its last close. Holds the Namespace's open
+  // mutex from here to the end of the Txn.
+  void DropLastLink(uint64_t ino);
+
+  void PutDirent(uint64_t parent, std::string_view name, uint64_t ino, proto::FileType type);
+  void DeleteDirent(uint64_t parent, std::string_view name);
+
+  // This operation's copy of the superblock counters and the OST table.
+  SuperState& super() { return super_; }
+  std::map<uint32_t, OstState>& osts();
+  void OstDirty(uint32_t idx) { dirty_osts_.insert(idx); }
+  uint64_t& rr_cursor() { return rr_cursor_; }
+
+  // For keys the helpers above do not cover (xattrs, params).
+  rocksdb::WriteBatch& batch() { return batch_; }
+
+  // Writes everything as one synced batch and publishes the counters. Call once.
+  Status Commit();
+
+ private:
+  Namespace* ns_;
+  int64_t now_;
+  std::map<uint64_t, InodeRecord> inodes_;
+  std::set<uint64_t> dirty_;
+  std::set<uint64_t> removed_;
+  SuperState super_;
+  SuperState orig_super_;
+  std::optional<std::map<uint32_t, OstState>> osts_;
+  std::set<uint32_t> dirty_osts_;
+  uint64_t rr_cursor_;
+  rocksdb::WriteBatch batch_;
+  std::unique_lock<std::mutex> open_lock_;  // declared last: released first, after Commit
+};
+
+}  // namespace stria::mds

@@ -1,0 +1,129 @@
+// stria-oss: the object storage server.
+//
+//   stria-oss --mgs NIDLIST --ost INDEX:DIR [--ost INDEX:DIR ...] [--listen NID]
+//             [--port-file FILE] [--threads N] [--max-open-files N] [--log-level LVL]
+//
+// Serves each OST directory (formatted on first use with the MGS's fsname), registers them
+// with the MGS every 5 s, and stops cleanly on SIGTERM/SIGINT. Exit 1 on bad options or an
+// OST directory that belongs elsewhere.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "common/log.h"
+#include "lnet/nid.h"
+#include "oss/oss_server.h"
+
+namespace {
+
+using stria::Code;
+using stria::ErrnoStatus;
+using stria::Status;
+
+// Writes "PORT\n" to path atomically (path.tmp, then rename).
+Status WritePortFile(const std::string& path, uint16_t port) {
+  const std::string tmp = path + ".tmp";
+  const std::string text = fmt::format("{}\n", port);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus("create " + tmp, errno);
+  const ssize_t n = write(fd, text.data(), text.size());
+  const int err = errno;
+  close(fd);
+  if (n != static_cast<ssize_t>(text.size())) return ErrnoStatus("write " + tmp, n < 0 ? err : EIO);
+  if (rename(tmp.c_str(), path.c_str()) != 0) return ErrnoStatus("rename " + tmp, errno);
+  return Status::Ok();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stria-oss: Stria object storage server"};
+  std::string mgs, listen = "127.0.0.1@tcp:0", port_file, log_level;
+  std::vector<std::string> ost_args;
+  int threads = 8;
+  size_t max_open_files = 512;
+  app.add_option("--mgs", mgs, "MGS NID list, e.g. 127.0.0.1@tcp:988[,NID...]")->required();
+  app.add_option("--ost", ost_args, "an OST to serve, INDEX:DIR (repeatable)")->required();
+  app.add_option("--listen", listen, "NID to listen on (port 0 = any free port)")
+      ->capture_default_str();
+  app.add_option("--port-file", port_file, "write the bound port here after binding");
+  app.add_option("--threads", threads, "RPC worker threads")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  app.add_option("--max-open-files", max_open_files, "object descriptors cached per OST")
+      ->check(CLI::Range(size_t{1}, size_t{16384}))
+      ->capture_default_str();
+  app.add_option("--log-level", log_level, "trace, debug, info, warn or error");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 1;
+  }
+
+  stria::InitLogging("stria-oss", log_level);
+
+  stria::oss::OssOptions options;
+  auto nids = stria::lnet::ParseNidList(mgs);
+  if (!nids.ok()) {
+    fmt::print(stderr, "stria-oss: --mgs: {}\n", nids.status().ToString());
+    return 1;
+  }
+  options.mgs_nids = *nids;
+  auto nid = stria::lnet::Nid::Parse(listen);
+  if (!nid.ok()) {
+    fmt::print(stderr, "stria-oss: --listen: {}\n", nid.status().ToString());
+    return 1;
+  }
+  options.listen = *nid;
+  for (const std::string& a : ost_args) {
+    auto spec = stria::oss::ParseOstSpec(a);
+    if (!spec.ok()) {
+      fmt::print(stderr, "stria-oss: {}\n", spec.status().ToString());
+      return 1;
+    }
+    options.osts.push_back(*spec);
+  }
+  options.threads = threads;
+  options.store.max_open_files = max_open_files;
+
+  // Block the stop signals in every thread; the main thread waits for them below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  auto oss = stria::oss::OssServer::Start(options);
+  if (!oss.ok()) {
+    LOG_ERROR("cannot start: {}", oss.status().ToString());
+    fmt::print(stderr, "stria-oss: {}\n", oss.status().ToString());
+    return 1;
+  }
+  if (!port_file.empty()) {
+    Status st = WritePortFile(port_file, (*oss)->port());
+    if (!st.ok()) {
+      LOG_ERROR("--port-file: {}", st.ToString());
+      (*oss)->Stop();
+      return 1;
+    }
+  }
+
+  int sig = 0;
+  while (sigwait(&stop_signals, &sig) != 0) {
+  }
+  LOG_INFO("signal {} received; stopping", sig);
+  (*oss)->Stop();
+  oss->reset();
+  LOG_INFO("stopped");
+  return 0;
+}

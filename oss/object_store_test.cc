@@ -1,0 +1,295 @@
+#include "oss/object_store.h"
+
+#include <sys/mount.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "common/layout.h"
+#include "oss/internal/test_util.h"
+
+namespace stria::oss {
+namespace {
+
+using testing::Pattern;
+using testing::TempDir;
+
+std::unique_ptr<ObjectStore> MakeStore(const std::string& dir, uint32_t index = 3,
+                                       size_t max_open = 512) {
+  OstMeta meta{"testfs", index, NewUuid()};
+  Status st = FormatOst(dir, meta);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  ObjectStoreOptions o;
+  o.max_open_files = max_open;
+  auto store = ObjectStore::Open(dir, index, "testfs", o);
+  EXPECT_TRUE(store.ok()) << store.status().ToString();
+  return store.ok() ? std::move(*store) : nullptr;
+}
+
+std::vector<uint8_t> ReadAll(ObjectStore& s, uint64_t id, uint64_t off, size_t len,
+                             uint64_t* size = nullptr) {
+  std::vector<uint8_t> buf(len, 0xEE);
+  uint64_t sz = 0;
+  auto n = s.Read(0, id, off, buf, &sz);
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  buf.resize(n.ok() ? *n : 0);
+  if (size) *size = sz;
+  return buf;
+}
+
+TEST(OstMetaTest, FormatWritesMetaAndReopenChecksIt) {
+  TempDir d;
+  const std::string dir = d.path() + "/ost3";
+  OstMeta meta{"testfs", 3, NewUuid()};
+  ASSERT_TRUE(FormatOst(dir, meta).ok());
+  auto back = ReadOstMeta(dir);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->fsname, "testfs");
+  EXPECT_EQ(back->index, 3u);
+  EXPECT_EQ(back->uuid, meta.uuid);
+  // Formatting again for the same identity keeps the stored uuid.
+  ASSERT_TRUE(FormatOst(dir, OstMeta{"testfs", 3, NewUuid()}).ok());
+  EXPECT_EQ(ReadOstMeta(dir)->uuid, meta.uuid);
+}
+
+TEST(OstMetaTest, MismatchIsRefused) {
+  TempDir d;
+  ASSERT_TRUE(FormatOst(d.path(), OstMeta{"testfs", 3, NewUuid()}).ok());
+  auto wrong_idx = ObjectStore::Open(d.path(), 4, "testfs");
+  ASSERT_FALSE(wrong_idx.ok());
+  EXPECT_EQ(wrong_idx.status().code(), Code::kInval);
+  EXPECT_NE(wrong_idx.status().message().find("index 3"), std::string::npos);
+  auto wrong_fs = ObjectStore::Open(d.path(), 3, "otherfs");
+  ASSERT_FALSE(wrong_fs.ok());
+  EXPECT_EQ(wrong_fs.status().code(), Code::kWrongFs);
+  EXPECT_EQ(FormatOst(d.path(), OstMeta{"otherfs", 3, NewUuid()}).code(), Code::kWrongFs);
+  EXPECT_EQ(FormatOst(d.path(), OstMeta{"testfs", 5, NewUuid()}).code(), Code::kInval);
+  // Any fsname is accepted when the caller does not know it yet.
+  EXPECT_TRUE(ObjectStore::Open(d.path(), 3, "").ok());
+}
+
+TEST(OstMetaTest, UnformattedAndCorruptDirectories) {
+  TempDir d;
+  auto st = ObjectStore::Open(d.path(), 0, "testfs");
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.status().code(), Code::kNoEnt);
+  std::ofstream(d.path() + "/ost.meta") << "fsname=testfs\nindex=banana\nuuid=x\n";
+  auto bad = ReadOstMeta(d.path());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kCorrupt);
+  std::ofstream(d.path() + "/ost.meta") << "fsname=testfs\n";
+  EXPECT_EQ(ReadOstMeta(d.path()).status().code(), Code::kCorrupt);
+  EXPECT_FALSE(FormatOst(d.path() + "/x", OstMeta{"bad/name", 0, NewUuid()}).ok());
+}
+
+TEST(ObjectStoreTest, RoundTripAtUnalignedOffsets) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  const uint64_t off = 4093;
+  auto data = Pattern(300'001, off, 7);
+  auto size = s->Write(0, 42, off, data, false);
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ(*size, off + data.size());
+  uint64_t sz = 0;
+  EXPECT_EQ(ReadAll(*s, 42, off, data.size(), &sz), data);
+  EXPECT_EQ(sz, off + data.size());
+  // A sub-range starting and ending mid-block.
+  auto part = ReadAll(*s, 42, off + 777, 5000);
+  EXPECT_EQ(part, std::vector<uint8_t>(data.begin() + 777, data.begin() + 777 + 5000));
+  // The file sits where the layout says.
+  struct stat st;
+  EXPECT_EQ(stat((d.path() + "/O/0/d10/42").c_str(), &st), 0);
+  // Overwrite in the middle.
+  auto patch = Pattern(10, 0, 9);
+  ASSERT_TRUE(s->Write(0, 42, off + 100, patch, true).ok());
+  auto again = ReadAll(*s, 42, off + 100, 10);
+  EXPECT_EQ(again, patch);
+}
+
+TEST(ObjectStoreTest, SparseReadsReturnZerosAndStopAtEnd) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  auto data = Pattern(1000, 0, 1);
+  ASSERT_TRUE(s->Write(0, 7, 1 << 20, data, false).ok());
+  uint64_t sz = 0;
+  // A read straddling the hole and the data: zeros, then the data, then nothing past end.
+  auto r = ReadAll(*s, 7, (1 << 20) - 500, 4000, &sz);
+  EXPECT_EQ(sz, (1u << 20) + 1000);
+  ASSERT_EQ(r.size(), 1500u);
+  for (size_t i = 0; i < 500; ++i) ASSERT_EQ(r[i], 0) << i;
+  EXPECT_EQ(std::vector<uint8_t>(r.begin() + 500, r.end()), data);
+  // Entirely past end.
+  EXPECT_TRUE(ReadAll(*s, 7, (1 << 20) + 1000, 10).empty());
+  EXPECT_TRUE(ReadAll(*s, 7, 1ull << 40, 10).empty());
+  // A missing object reads as empty, size 0, and is not created by the read.
+  EXPECT_TRUE(ReadAll(*s, 999, 0, 100, &sz).empty());
+  EXPECT_EQ(sz, 0u);
+  auto attr = s->Getattr(0, 999);
+  ASSERT_TRUE(attr.ok());
+  EXPECT_FALSE(attr->exists);
+}
+
+TEST(ObjectStoreTest, TruncateGrowAndShrink) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  auto data = Pattern(10000, 0, 4);
+  ASSERT_TRUE(s->Write(0, 5, 0, data, false).ok());
+  ASSERT_EQ(*s->Truncate(0, 5, 3000), 3000u);
+  auto attr = s->Getattr(0, 5);
+  EXPECT_EQ(attr->size, 3000u);
+  EXPECT_EQ(ReadAll(*s, 5, 0, 10000), std::vector<uint8_t>(data.begin(), data.begin() + 3000));
+  ASSERT_EQ(*s->Truncate(0, 5, 8000), 8000u);
+  auto r = ReadAll(*s, 5, 2000, 10000);
+  ASSERT_EQ(r.size(), 6000u);
+  EXPECT_EQ(std::vector<uint8_t>(r.begin(), r.begin() + 1000),
+            std::vector<uint8_t>(data.begin() + 2000, data.begin() + 3000));
+  for (size_t i = 1000; i < r.size(); ++i) ASSERT_EQ(r[i], 0) << i;  // old bytes are gone
+  // Truncating a missing object to 0 does not create it; to a size does.
+  ASSERT_TRUE(s->Truncate(0, 6, 0).ok());
+  EXPECT_FALSE(s->Getattr(0, 6)->exists);
+  ASSERT_TRUE(s->Truncate(0, 6, 123).ok());
+  EXPECT_TRUE(s->Getattr(0, 6)->exists);
+  EXPECT_EQ(s->Getattr(0, 6)->size, 123u);
+  EXPECT_EQ(s->Truncate(0, 6, kMaxFileSize + 1).status().code(), Code::kInval);
+}
+
+TEST(ObjectStoreTest, PunchFreesBlocksKeepsSize) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  auto data = Pattern(1 << 20, 0, 5);
+  ASSERT_TRUE(s->Write(0, 8, 0, data, false).ok());
+  ASSERT_TRUE(s->SyncObject(0, 8).ok());
+  const uint64_t blocks_before = s->Getattr(0, 8)->blocks;
+  auto size = s->Punch(0, 8, 65536, 512 * 1024);
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ(*size, 1u << 20);
+  auto attr = s->Getattr(0, 8);
+  EXPECT_EQ(attr->size, 1u << 20);
+  EXPECT_LT(attr->blocks, blocks_before);
+  auto r = ReadAll(*s, 8, 0, 1 << 20);
+  ASSERT_EQ(r.size(), 1u << 20);
+  for (size_t i = 0; i < r.size(); ++i) {
+    const bool punched = i >= 65536 && i < 65536 + 512 * 1024;
+    ASSERT_EQ(r[i], punched ? 0 : data[i]) << i;
+  }
+  // Punching a missing object is fine and does not create it.
+  EXPECT_TRUE(s->Punch(0, 77, 0, 100).ok());
+  EXPECT_FALSE(s->Getattr(0, 77)->exists);
+}
+
+TEST(ObjectStoreTest, DestroyRemovesAndMissingIsFine) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  auto data = Pattern(5000, 0, 6);
+  ASSERT_TRUE(s->Write(0, 9, 0, data, false).ok());
+  EXPECT_TRUE(s->Getattr(0, 9)->exists);
+  ASSERT_TRUE(s->Destroy(0, 9).ok());
+  EXPECT_FALSE(s->Getattr(0, 9)->exists);
+  uint64_t sz = 1;
+  EXPECT_TRUE(ReadAll(*s, 9, 0, 100, &sz).empty());
+  EXPECT_EQ(sz, 0u);
+  EXPECT_TRUE(s->Destroy(0, 9).ok());
+  // A write after destroy starts a new, empty object (the cached descriptor was dropped).
+  ASSERT_TRUE(s->Write(0, 9, 10, Pattern(5, 0, 1), false).ok());
+  EXPECT_EQ(s->Getattr(0, 9)->size, 15u);
+  auto r = ReadAll(*s, 9, 0, 100);
+  ASSERT_EQ(r.size(), 15u);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(r[i], 0);
+}
+
+TEST(ObjectStoreTest, StatfsAndSync) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  auto st = s->Statfs();
+  ASSERT_TRUE(st.ok());
+  EXPECT_GT(st->bsize, 0u);
+  EXPECT_GT(st->blocks, 0u);
+  EXPECT_LE(st->bfree, st->blocks);
+  EXPECT_LE(st->bavail, st->bfree);
+  EXPECT_GT(st->files, 0u);
+  EXPECT_LE(st->ffree, st->files);
+  EXPECT_TRUE(s->SyncAll().ok());
+  EXPECT_TRUE(s->SyncObject(0, 12345).ok());  // missing: fine
+  ASSERT_TRUE(s->Write(0, 1, 0, Pattern(10, 0, 1), false).ok());
+  EXPECT_TRUE(s->SyncObject(0, 1).ok());
+}
+
+TEST(ObjectStoreTest, ImpossibleRangesAreRejected) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  auto data = Pattern(10, 0, 1);
+  EXPECT_EQ(s->Write(0, 1, kMaxFileSize - 5, data, false).status().code(), Code::kInval);
+  EXPECT_EQ(s->Write(0, 1, ~0ull - 3, data, false).status().code(), Code::kInval);
+  std::vector<uint8_t> buf(10);
+  uint64_t sz;
+  EXPECT_EQ(s->Read(0, 1, ~0ull, buf, &sz).status().code(), Code::kInval);
+  EXPECT_EQ(s->Punch(0, 1, 5, ~0ull).status().code(), Code::kInval);
+  EXPECT_FALSE(s->Getattr(0, 1)->exists);  // nothing was created
+  // Within kMaxFileSize but beyond what the local filesystem allows: EFBIG from the disk.
+  auto big = s->Write(0, 2, kMaxFileSize - 10, data, false);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.status().code(), Code::kFBig) << big.status().ToString();
+}
+
+TEST(ObjectStoreTest, ManyObjectsWithBoundedDescriptors) {
+  // 30,000 objects through a 64-entry cache, under a descriptor limit far below 30,000:
+  // leaking one descriptor per object would fail with EMFILE.
+  struct rlimit old;
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  struct rlimit lim = old;
+  lim.rlim_cur = std::min<rlim_t>(old.rlim_cur, 1024);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &lim), 0);
+  TempDir d;
+  auto s = MakeStore(d.path(), 0, 64);
+  ASSERT_TRUE(s);
+  constexpr uint64_t kObjects = 30'000;
+  for (uint64_t id = 1; id <= kObjects; ++id) {
+    auto data = Pattern(16, id, static_cast<uint32_t>(id));
+    auto st = s->Write(0, id, id % 1000, data, false);
+    ASSERT_TRUE(st.ok()) << id << ": " << st.status().ToString();
+    ASSERT_LE(s->cached_files(), 64u);
+  }
+  for (uint64_t id = 1; id <= kObjects; id += 97) {
+    EXPECT_EQ(ReadAll(*s, id, id % 1000, 16), Pattern(16, id, static_cast<uint32_t>(id)));
+  }
+  for (uint64_t id = 1; id <= kObjects; id += 2) ASSERT_TRUE(s->Destroy(0, id).ok());
+  EXPECT_FALSE(s->Getattr(0, 1)->exists);
+  EXPECT_TRUE(s->Getattr(0, 2)->exists);
+  setrlimit(RLIMIT_NOFILE, &old);
+}
+
+TEST(ObjectStoreTest, NoSpaceOnDiskIsENOSPC) {
+  // A tiny tmpfs fills up quickly; needs mount privileges, skipped without them.
+  TempDir d;
+  const std::string mnt = d.path() + "/small";
+  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  }
+  {
+    auto s = MakeStore(mnt);
+    ASSERT_TRUE(s);
+    auto data = Pattern(4 << 20, 0, 1);
+    auto st = s->Write(0, 1, 0, data, false);
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.status().code(), Code::kNoSpc) << st.status().ToString();
+    // The store keeps working for what fits.
+    ASSERT_TRUE(s->Destroy(0, 1).ok());
+    EXPECT_TRUE(s->Write(0, 2, 0, Pattern(4096, 0, 2), false).ok());
+  }
+  umount2(mnt.c_str(), MNT_DETACH);
+}
+
+}  // namespace
+}  // namespace stria::oss

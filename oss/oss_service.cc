@@ -1,0 +1,223 @@
+#include "oss/oss_service.h"
+
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "common/layout.h"
+#include "common/log.h"
+#include "lnet/buffer.h"
+#include "proto/stria.pb.h"
+
+namespace stria::oss {
+namespace {
+
+using lnet::RpcContext;
+
+Status CheckRange(uint64_t offset, uint64_t length) {
+  if (offset > kMaxFileSize || length > kMaxFileSize - offset) {
+    return Status(Code::kInval, fmt::format("range offset {} length {} exceeds the maximum "
+                                            "object size", offset, length));
+  }
+  return Status::Ok();
+}
+
+// Logs disk trouble (not the caller's mistakes) once per failure, and passes it on.
+Status Note(const Status& st, std::string_view op, const proto::ObjectId& obj) {
+  if (!st.ok() && st.code() != Code::kInval && st.code() != Code::kNoOst &&
+      st.code() != Code::kNotReady) {
+    LOG_WARN("{} ost {} object {}:{} failed: {}", op, obj.ost_idx(), obj.group(),
+             obj.object_id(), st.ToString());
+  }
+  return st;
+}
+
+}  // namespace
+
+Status OssService::AddOst(std::unique_ptr<ObjectStore> store) {
+  const uint32_t index = store->meta().index;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (osts_.count(index) != 0) {
+    return Status(Code::kExist, fmt::format("OST index {} is already served", index));
+  }
+  osts_[index] = std::move(store);
+  expected_.erase(index);
+  return Status::Ok();
+}
+
+void OssService::ExpectOst(uint32_t index) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (osts_.count(index) == 0) expected_.insert(index);
+}
+
+Result<ObjectStore*> OssService::Find(uint32_t index) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  auto it = osts_.find(index);
+  if (it != osts_.end()) return it->second.get();
+  if (expected_.count(index) != 0) {
+    return Status(Code::kNotReady, fmt::format("OST {} is not formatted yet (waiting for the "
+                                               "MGS)", index));
+  }
+  return Status(Code::kNoOst, fmt::format("OST {} is not served here", index));
+}
+
+std::vector<uint32_t> OssService::Served() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::vector<uint32_t> out;
+  for (const auto& [idx, store] : osts_) out.push_back(idx);
+  return out;
+}
+
+void OssService::Register(lnet::RpcServer* server) {
+  using proto::ObjectId;
+
+  server->Register<proto::OstIoRequest, proto::OstIoReply>(
+      proto::OP_OST_WRITE,
+      [this](RpcContext& ctx, const proto::OstIoRequest& req, proto::OstIoReply* rep) {
+        if (!req.has_object()) return Status(Code::kInval, "write names no object");
+        const ObjectId& obj = req.object();
+        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        if (req.length() != ctx.bulk_in.size()) {
+          return Status(Code::kInval, fmt::format("write length {} but the bulk carries {} "
+                                                  "bytes", req.length(), ctx.bulk_in.size()));
+        }
+        STRIA_RETURN_IF_ERROR(CheckRange(req.offset(), req.length()));
+        Result<uint64_t> size =
+            ost->Write(obj.group(), obj.object_id(), req.offset(), ctx.bulk_in, req.sync());
+        STRIA_RETURN_IF_ERROR(Note(size.status(), "write", obj));
+        rep->set_length(req.length());
+        rep->set_object_size(*size);
+        return Status::Ok();
+      });
+
+  server->Register<proto::OstIoRequest, proto::OstIoReply>(
+      proto::OP_OST_READ,
+      [this](RpcContext& ctx, const proto::OstIoRequest& req, proto::OstIoReply* rep) {
+        if (!req.has_object()) return Status(Code::kInval, "read names no object");
+        const ObjectId& obj = req.object();
+        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        if (req.length() > kMaxReadBytes) {
+          return Status(Code::kInval, fmt::format("read length {} exceeds the {} byte limit",
+                                                  req.length(), kMaxReadBytes));
+        }
+        STRIA_RETURN_IF_ERROR(CheckRange(req.offset(), req.length()));
+        lnet::Buffer buf(static_cast<size_t>(req.length()));
+        uint64_t object_size = 0;
+        Result<size_t> n =
+            ost->Read(obj.group(), obj.object_id(), req.offset(), buf.span(), &object_size);
+        STRIA_RETURN_IF_ERROR(Note(n.status(), "read", obj));
+        buf.Shrink(*n);
+        ctx.bulk_out = std::move(buf);
+        rep->set_length(*n);
+        rep->set_object_size(object_size);
+        return Status::Ok();
+      });
+
+  server->Register<proto::OstPunchRequest, proto::OstIoReply>(
+      proto::OP_OST_PUNCH,
+      [this](RpcContext&, const proto::OstPunchRequest& req, proto::OstIoReply* rep) {
+        if (!req.has_object()) return Status(Code::kInval, "punch names no object");
+        const ObjectId& obj = req.object();
+        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        STRIA_RETURN_IF_ERROR(CheckRange(req.offset(), req.length()));
+        Result<uint64_t> size =
+            ost->Punch(obj.group(), obj.object_id(), req.offset(), req.length());
+        STRIA_RETURN_IF_ERROR(Note(size.status(), "punch", obj));
+        rep->set_length(req.length());
+        rep->set_object_size(*size);
+        return Status::Ok();
+      });
+
+  server->Register<proto::OstTruncateRequest, proto::OstIoReply>(
+      proto::OP_OST_TRUNCATE,
+      [this](RpcContext&, const proto::OstTruncateRequest& req, proto::OstIoReply* rep) {
+        if (!req.has_object()) return Status(Code::kInval, "truncate names no object");
+        const ObjectId& obj = req.object();
+        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        STRIA_RETURN_IF_ERROR(CheckRange(req.size(), 0));
+        Result<uint64_t> size = ost->Truncate(obj.group(), obj.object_id(), req.size());
+        STRIA_RETURN_IF_ERROR(Note(size.status(), "truncate", obj));
+        rep->set_object_size(*size);
+        return Status::Ok();
+      });
+
+  server->Register<proto::OstDestroyRequest, proto::OstIoReply>(
+      proto::OP_OST_DESTROY,
+      [this](RpcContext&, const proto::OstDestroyRequest& req, proto::OstIoReply* rep) {
+        if (req.objects_size() > kMaxObjectsPerRequest) {
+          return Status(Code::kInval, fmt::format("destroy of {} objects exceeds the limit {}",
+                                                  req.objects_size(), kMaxObjectsPerRequest));
+        }
+        // Check every index first, so a bad request changes nothing.
+        std::vector<ObjectStore*> stores;
+        stores.reserve(req.objects_size());
+        for (const ObjectId& obj : req.objects()) {
+          STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+          stores.push_back(ost);
+        }
+        for (int i = 0; i < req.objects_size(); ++i) {
+          const ObjectId& obj = req.objects(i);
+          STRIA_RETURN_IF_ERROR(
+              Note(stores[i]->Destroy(obj.group(), obj.object_id()), "destroy", obj));
+        }
+        rep->set_length(static_cast<uint64_t>(req.objects_size()));
+        return Status::Ok();
+      });
+
+  server->Register<proto::OstGetattrRequest, proto::OstGetattrReply>(
+      proto::OP_OST_GETATTR,
+      [this](RpcContext&, const proto::OstGetattrRequest& req, proto::OstGetattrReply* rep) {
+        if (!req.has_object()) return Status(Code::kInval, "getattr names no object");
+        const ObjectId& obj = req.object();
+        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        Result<ObjectAttr> attr = ost->Getattr(obj.group(), obj.object_id());
+        STRIA_RETURN_IF_ERROR(Note(attr.status(), "getattr", obj));
+        rep->set_size(attr->size);
+        rep->set_blocks(attr->blocks);
+        rep->set_exists(attr->exists);
+        return Status::Ok();
+      });
+
+  server->Register<proto::OstStatfsRequest, proto::OstStatfsReply>(
+      proto::OP_OST_STATFS,
+      [this](RpcContext&, const proto::OstStatfsRequest& req, proto::OstStatfsReply* rep) {
+        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(req.ost_idx()));
+        STRIA_ASSIGN_OR_RETURN(OstStatfs s, ost->Statfs());
+        rep->set_ost_idx(req.ost_idx());
+        rep->set_bsize(s.bsize);
+        rep->set_blocks(s.blocks);
+        rep->set_bfree(s.bfree);
+        rep->set_bavail(s.bavail);
+        rep->set_files(s.files);
+        rep->set_ffree(s.ffree);
+        return Status::Ok();
+      });
+
+  server->Register<proto::OstSyncRequest, proto::OstIoReply>(
+      proto::OP_OST_SYNC,
+      [this](RpcContext&, const proto::OstSyncRequest& req, proto::OstIoReply* rep) {
+        if (req.objects_size() > kMaxObjectsPerRequest) {
+          return Status(Code::kInval, "sync lists too many objects");
+        }
+        if (req.objects_size() == 0) {
+          STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(req.ost_idx()));
+          Status st = ost->SyncAll();
+          if (!st.ok()) LOG_WARN("sync of OST {} failed: {}", req.ost_idx(), st.ToString());
+          return st;
+        }
+        std::vector<ObjectStore*> stores;
+        stores.reserve(req.objects_size());
+        for (const ObjectId& obj : req.objects()) {
+          STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+          stores.push_back(ost);
+        }
+        for (int i = 0; i < req.objects_size(); ++i) {
+          const ObjectId& obj = req.objects(i);
+          STRIA_RETURN_IF_ERROR(
+              Note(stores[i]->SyncObject(obj.group(), obj.object_id()), "sync", obj));
+        }
+        return Status::Ok();
+      });
+}
+
+}  // namespace stria::oss

@@ -1,0 +1,61 @@
+// OssService: the OST RPC handlers of an OSS, over the OSTs it serves.
+//
+// Registers OP_OST_WRITE/READ/PUNCH/TRUNCATE/DESTROY/GETATTR/STATFS/SYNC on an
+// lnet::RpcServer. Every request is checked before any I/O: the OST index must be one served
+// here (kNoOst; kNotReady while a configured OST is still waiting to be formatted), a write's
+// length must equal its bulk, ranges must stay inside kMaxFileSize, a read asks for at most
+// kMaxReadBytes. Bulk is written to disk straight from the request buffer and read from disk
+// straight into the reply buffer: no copies beyond socket<->buffer and buffer<->disk.
+//
+// OSTs are added (AddOst) as they become ready, possibly after the server has started (an OST
+// formatted once the MGS answered); they are never removed while the service lives.
+//
+// Thread-safety: handlers run concurrently on the server's workers; AddOst/ExpectOst may be
+// called at any time. Lock order: mu_ is a leaf lock, never held during I/O.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <shared_mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "common/status.h"
+#include "lnet/rpc_server.h"
+#include "oss/object_store.h"
+
+namespace stria::oss {
+
+inline constexpr uint64_t kMaxReadBytes = 64ull << 20;      // one read RPC's bulk at most
+inline constexpr int kMaxObjectsPerRequest = 65536;         // destroy/sync lists
+
+class OssService {
+ public:
+  OssService() = default;
+  OssService(const OssService&) = delete;
+  OssService& operator=(const OssService&) = delete;
+
+  // Serves `store` under its meta().index from now on. kExist if that index is served.
+  Status AddOst(std::unique_ptr<ObjectStore> store);
+
+  // Notes an OST index configured here but not ready yet: its requests get kNotReady
+  // (retryable) instead of kNoOst.
+  void ExpectOst(uint32_t index);
+
+  // The OST served under `index`: kNoOst or kNotReady when there is none.
+  Result<ObjectStore*> Find(uint32_t index) const;
+
+  // Indexes served now.
+  std::vector<uint32_t> Served() const;
+
+  // Installs the handlers. Call before server->Start(); `this` must outlive the server.
+  void Register(lnet::RpcServer* server);
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::unordered_map<uint32_t, std::unique_ptr<ObjectStore>> osts_;  // GUARDED_BY(mu_)
+  std::unordered_set<uint32_t> expected_;                             // GUARDED_BY(mu_)
+};
+
+}  // namespace stria::oss

@@ -1,0 +1,46 @@
+// UringIo: the OSS's disk I/O, submitted through io_uring and waited for.
+//
+// Each calling thread owns one ring (thread_local, created on first use and torn down when
+// the thread exits), so RPC worker threads never contend on a ring or a lock. A large read or
+// write is split into chunks of kChunkBytes that are submitted together (up to kQueueDepth in
+// flight), so one big request keeps several io-wq workers busy; a short completion is
+// resubmitted for its remainder. Reads stop at end of file: ReadAt returns the contiguous
+// bytes read from `offset`. A write that makes no progress is EIO. Every errno from the
+// kernel (ENOSPC, EIO, ...) comes back as the matching Status (ErrnoStatus), never a crash.
+//
+// Where a ring cannot be created (io_uring disabled by sysctl or seccomp), the same calls
+// fall back to pread/pwrite/fsync/fallocate, with one warning in the log.
+//
+// Thread-safety: all functions are thread-safe; each thread uses its own ring.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "common/status.h"
+
+namespace stria::oss {
+
+class UringIo {
+ public:
+  static constexpr size_t kChunkBytes = 1u << 20;  // split unit for big requests
+  static constexpr unsigned kQueueDepth = 32;      // ring size, chunks in flight
+
+  // Reads up to buf.size() bytes at `offset`; returns how many were read before end of file.
+  static Result<size_t> ReadAt(int fd, std::span<uint8_t> buf, uint64_t offset);
+
+  // Writes all of data at `offset`.
+  static Status WriteAt(int fd, std::span<const uint8_t> data, uint64_t offset);
+
+  // fsync(2), or fdatasync(2) when datasync.
+  static Status Sync(int fd, bool datasync);
+
+  // fallocate(2) with `mode` (e.g. FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE).
+  static Status Fallocate(int fd, int mode, uint64_t offset, uint64_t length);
+
+  // True when this thread's I/O goes through io_uring (false: the synchronous fallback).
+  static bool UsingRing();
+};
+
+}  // namespace stria::oss

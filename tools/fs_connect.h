@@ -1,0 +1,66 @@
+// How lfs and lctl reach a filesystem: a libstria Client for a mount or an MGS NID list, and
+// the small MDS helpers the commands share.
+//
+// Tools fail fast: their Client gives up on an unreachable MGS/MDS after kToolDeadlineMs
+// instead of the library's long default (STRIA_TOOL_TIMEOUT_MS overrides it).
+// Thread-safety: the functions are; a ToolSession is used by one thread.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "client/client.h"
+#include "common/status.h"
+#include "proto/stria.pb.h"
+#include "tools/mount_info.h"
+
+namespace stria::tools {
+
+inline constexpr int kToolDeadlineMs = 15'000;
+
+// Connects to the MGS at `nids` ("NID[,NID]"); fsname may be empty (any).
+Result<std::unique_ptr<client::Client>> ConnectNids(std::string_view nids,
+                                                    std::string_view fsname);
+
+// The exit status for a failed operation: the errno of the status, as lfs returns -rc.
+int ExitCode(const Status& st);
+
+// A filesystem path's inode and layout (ResolvePath plus GETATTR for a file's layout).
+struct Resolved {
+  proto::Attr attr;
+  proto::Layout layout;
+  bool is_dir() const;
+  bool is_reg() const;
+};
+
+// Connections to the mounts the paths of one command lie on, one Client per mount.
+class ToolSession {
+ public:
+  ToolSession();
+
+  // The Client for the mount under `where` (connects on first use).
+  Result<client::Client*> ClientFor(const StriaPath& where);
+
+  // Resolves an absolute path inside the filesystem ("/a/b").
+  Result<Resolved> Resolve(client::Client* c, std::string_view fs_path);
+
+  // A file's layout with its objects (GETATTR when the lookup gave none).
+  Result<proto::Layout> FileLayout(client::Client* c, const proto::Attr& attr);
+
+  // Every entry of a directory (READDIR, all pages).
+  Result<std::vector<proto::DirEntry>> ListDir(client::Client* c, uint64_t ino);
+
+  const proto::Credentials& cred() const { return cred_; }
+
+ private:
+  proto::Credentials cred_;
+  std::map<std::string, std::unique_ptr<client::Client>> clients_;  // by mount source
+};
+
+// Splits "/a/b/c" into ("/a/b", "c"); "/c" into ("/", "c").
+std::pair<std::string, std::string> SplitParent(std::string_view fs_path);
+
+}  // namespace stria::tools

@@ -1,0 +1,65 @@
+// Text shapes of `lfs getstripe`, as Lustre's liblustreapi prints them.
+//
+// A regular file (all fields):
+//   /mnt/training-data/f
+//   lmm_stripe_count:  2
+//   lmm_stripe_size:   1048576
+//   lmm_pattern:       raid0
+//   lmm_layout_gen:    0
+//   lmm_stripe_offset: 1
+//   \tobdidx\t\t objid\t\t objid\t\t group
+//   \t     1\t             5\t          0x5\t             0
+//   \t     2\t             5\t          0x5\t             0
+//   (blank line)
+//
+// A directory's default layout is one line ("stripe_count:  1 stripe_size:   4194304
+// pattern:       raid0 stripe_offset: -1"). When exactly one field is asked for (-c, -S,
+// -i, ...), only its value is printed, as Lustre does. Labels appear when more than one
+// field is shown. Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "proto/stria.pb.h"
+
+namespace stria::tools {
+
+// Fields `lfs getstripe` shows (Lustre's VERBOSE_* bits).
+enum GetstripeField : uint32_t {
+  kFieldObjects = 1u << 0,     // the obdidx/objid table (files only)
+  kFieldCount = 1u << 1,       // -c
+  kFieldSize = 1u << 2,        // -S
+  kFieldOffset = 1u << 3,      // -i
+  kFieldPool = 1u << 4,        // -p (printed only when a pool is set)
+  kFieldPattern = 1u << 5,     // -L
+  kFieldGeneration = 1u << 6,  // -g (files only)
+  kFieldsDefault = kFieldObjects | kFieldCount | kFieldSize | kFieldOffset | kFieldPool |
+                   kFieldPattern | kFieldGeneration,
+};
+
+struct GetstripeFormat {
+  uint32_t fields = kFieldsDefault;
+  bool show_path = true;  // false for -d and the single-field options, as Lustre
+};
+
+// "raid0", or the pattern number in hex for one this tool does not know.
+std::string PatternName(proto::LayoutPattern pattern);
+
+// A regular file's layout, in the shape above.
+std::string FormatFileLayout(std::string_view path, const proto::Layout& layout,
+                             const GetstripeFormat& format);
+
+// A directory's default layout (already made effective with EffectiveDirLayout).
+std::string FormatDirLayout(std::string_view path, const proto::Layout& layout,
+                            const GetstripeFormat& format);
+
+// What a directory's files inherit: its own default layout where set (dir_layout non-null),
+// with "inherit" fields (count 0, size 0, pattern none) filled from the filesystem default;
+// the filesystem default itself otherwise. Missing filesystem values fall back to
+// common/layout.h's defaults (count 1, size 4 MiB).
+proto::Layout EffectiveDirLayout(const proto::Layout* dir_layout,
+                                 const proto::Layout& fs_default);
+
+}  // namespace stria::tools

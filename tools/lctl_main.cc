@@ -1,0 +1,282 @@
+// lctl: the operator's command for a Stria filesystem, in Lustre's words (docs/lfs.md).
+//
+//   lctl [--mgs NID[,NID]] dl [-t]                 the MGS, the MDT and every OST
+//   lctl [--mgs NID[,NID]] get_param [-n] NAME...  tunables kept by the MGS (globs allowed)
+//   lctl [--mgs NID[,NID]] set_param [-P] NAME=VALUE...
+//   lctl list_nids                                 this host's NIDs
+//   lctl ping NID [TIMEOUT_SECONDS]                one OP_PING round trip
+//   lctl --version, lctl help
+//
+// Without --mgs, lctl talks to the MGS of the first Stria filesystem mounted here.
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/log.h"
+#include "lnet/nid.h"
+#include "lnet/rpc_client.h"
+#include "tools/fs_connect.h"
+#include "tools/lfs_commands.h"
+#include "tools/mount_info.h"
+
+namespace stria::tools {
+namespace {
+
+constexpr int kUsage = kUsageError;
+
+void PrintHelp(FILE* out) {
+  std::fputs("usage: lctl [--mgs NID[,NID]] COMMAND [ARGS]\n"
+             "Commands:\n"
+             "  dl [-t]                      list the devices: MGS, MDT, OSTs (-t: their NIDs)\n"
+             "  get_param [-n] NAME...       show tunables kept by the MGS (globs allowed)\n"
+             "  set_param [-P] NAME=VALUE... set tunables (always persistent, on the MGS)\n"
+             "  list_nids                    show this host's NIDs\n"
+             "  ping NID [TIMEOUT_SECONDS]   check that a Stria service answers at NID\n"
+             "  --version                    show the version\n"
+             "Without --mgs, lctl uses the MGS of the first Stria filesystem mounted here.\n",
+             out);
+}
+
+int Usage(const char* why) {
+  if (why != nullptr && *why != '\0') std::fprintf(stderr, "lctl: %s\n", why);
+  PrintHelp(stderr);
+  return kUsage;
+}
+
+// The MGS to talk to: --mgs, or the first Stria mount's.
+Result<std::unique_ptr<client::Client>> ConnectMgs(const std::string& mgs) {
+  if (!mgs.empty()) return ConnectNids(mgs, "");
+  STRIA_ASSIGN_OR_RETURN(std::vector<MountEntry> mounts, ListStriaMounts());
+  if (mounts.empty()) {
+    return Status(Code::kNoEnt, "no Stria filesystem is mounted here; give --mgs NID");
+  }
+  STRIA_ASSIGN_OR_RETURN(DeviceSpec dev, ParseDevice(mounts.front().source));
+  return ConnectNids(dev.nids, dev.fsname);
+}
+
+int Dl(const std::string& mgs, int argc, char** argv) {
+  bool show_nids = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-t") == 0 || std::strcmp(argv[i], "--target") == 0) {
+      show_nids = true;
+    } else {
+      return Usage((std::string("dl: unknown option '") + argv[i] + "'").c_str());
+    }
+  }
+  auto conn = ConnectMgs(mgs);
+  if (!conn.ok()) {
+    std::fprintf(stderr, "lctl: cannot reach the MGS: %s\n", conn.status().ToString().c_str());
+    return ExitCode(conn.status());
+  }
+  client::Client* c = conn->get();
+  auto config = c->GetConfig(/*refresh=*/true);
+  if (!config.ok()) {
+    std::fprintf(stderr, "lctl dl: %s\n", config.status().ToString().c_str());
+    return ExitCode(config.status());
+  }
+  const std::string& fs = config->fsname();
+  int n = 0;
+  auto line = [&](const char* status, const char* type, const std::string& name,
+                  const std::string& uuid, const std::string& nid) {
+    std::printf("%3d %s %s %s %s %d", n++, status, type, name.c_str(), uuid.c_str(), 1);
+    if (show_nids && !nid.empty()) std::printf(" %s", nid.c_str());
+    std::printf("\n");
+  };
+  line("UP", "mgs", "MGS", "MGS", "");
+  line("UP", "mdt", fs + "-MDT0000", fs + "-MDT0000_UUID", "");
+  std::map<uint32_t, const proto::OstInfo*> osts;
+  for (const proto::OstInfo& o : config->osts()) osts[o.index()] = &o;
+  for (const auto& [idx, o] : osts) {
+    char name[64];
+    std::snprintf(name, sizeof(name), "-OST%04x", idx);
+    line(o->active() ? "UP" : "IN", "obdfilter", fs + name, fs + name + "_UUID", o->nid());
+  }
+  return 0;
+}
+
+int GetParam(const std::string& mgs, int argc, char** argv) {
+  bool values_only = false;
+  std::vector<std::string> names;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-n") == 0) {
+      values_only = true;
+    } else if (argv[i][0] == '-') {
+      return Usage((std::string("get_param: unknown option '") + argv[i] + "'").c_str());
+    } else {
+      names.emplace_back(argv[i]);
+    }
+  }
+  if (names.empty()) return Usage("get_param: give a parameter name");
+  auto conn = ConnectMgs(mgs);
+  if (!conn.ok()) {
+    std::fprintf(stderr, "lctl: cannot reach the MGS: %s\n", conn.status().ToString().c_str());
+    return ExitCode(conn.status());
+  }
+  client::Client* c = conn->get();
+  int rc = 0;
+  for (const std::string& name : names) {
+    proto::GetParamRequest req;
+    req.set_pattern(name);
+    proto::GetParamReply rep;
+    Status st = c->MdsCall(proto::OP_MGS_GET_PARAM, req, &rep);
+    if (st.ok() && rep.params().empty()) st = Status(Code::kNoEnt, "no such parameter");
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: get_param: param_path '%s': %s\n", name.c_str(),
+                   st.code() == Code::kNoEnt ? std::strerror(ENOENT) : st.ToString().c_str());
+      if (rc == 0) rc = ExitCode(st);
+      continue;
+    }
+    std::map<std::string, std::string> sorted(rep.params().begin(), rep.params().end());
+    for (const auto& [k, v] : sorted) {
+      if (values_only) {
+        std::printf("%s\n", v.c_str());
+      } else {
+        std::printf("%s=%s\n", k.c_str(), v.c_str());
+      }
+    }
+  }
+  return rc;
+}
+
+int SetParam(const std::string& mgs, int argc, char** argv) {
+  std::vector<std::pair<std::string, std::string>> sets;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-P") == 0) continue;  // every parameter is persistent
+    if (argv[i][0] == '-') {
+      return Usage((std::string("set_param: unknown option '") + argv[i] + "'").c_str());
+    }
+    const char* eq = std::strchr(argv[i], '=');
+    if (eq == nullptr || eq == argv[i]) {
+      return Usage((std::string("set_param: expected NAME=VALUE, got '") + argv[i] + "'").c_str());
+    }
+    sets.emplace_back(std::string(argv[i], eq - argv[i]), std::string(eq + 1));
+  }
+  if (sets.empty()) return Usage("set_param: give NAME=VALUE");
+  auto conn = ConnectMgs(mgs);
+  if (!conn.ok()) {
+    std::fprintf(stderr, "lctl: cannot reach the MGS: %s\n", conn.status().ToString().c_str());
+    return ExitCode(conn.status());
+  }
+  client::Client* c = conn->get();
+  int rc = 0;
+  for (const auto& [name, value] : sets) {
+    proto::SetParamRequest req;
+    req.set_name(name);
+    req.set_value(value);
+    proto::SetParamReply rep;
+    Status st = c->MdsCall(proto::OP_MGS_SET_PARAM, req, &rep);
+    if (!st.ok()) {
+      std::fprintf(stderr, "error: set_param: setting '%s'='%s': %s\n", name.c_str(),
+                   value.c_str(), st.ToString().c_str());
+      if (rc == 0) rc = ExitCode(st);
+      continue;
+    }
+    std::printf("%s=%s\n", name.c_str(), value.c_str());
+  }
+  return rc;
+}
+
+int ListNids() {
+  ifaddrs* ifs = nullptr;
+  if (getifaddrs(&ifs) != 0) {
+    std::fprintf(stderr, "lctl list_nids: getifaddrs: %s\n", std::strerror(errno));
+    return errno;
+  }
+  std::vector<std::string> nids;
+  for (ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
+    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+    if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
+    char buf[INET_ADDRSTRLEN];
+    const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
+    if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)) == nullptr) continue;
+    nids.push_back(std::string(buf) + "@tcp");
+  }
+  freeifaddrs(ifs);
+  if (nids.empty()) nids.push_back("127.0.0.1@tcp");
+  for (const std::string& n : nids) std::printf("%s\n", n.c_str());
+  return 0;
+}
+
+int Ping(int argc, char** argv) {
+  if (argc < 2 || argc > 3) return Usage("ping: usage: ping NID [TIMEOUT_SECONDS]");
+  auto nid = lnet::Nid::Parse(argv[1]);
+  if (!nid.ok()) return Usage(("ping: " + nid.status().message()).c_str());
+  int timeout_s = 5;
+  if (argc == 3) {
+    char* end = nullptr;
+    long v = std::strtol(argv[2], &end, 10);
+    if (*end != '\0' || v < 1 || v > 3600) return Usage("ping: bad timeout");
+    timeout_s = static_cast<int>(v);
+  }
+  lnet::ClientOptions opts;
+  opts.connect_timeout_ms = timeout_s * 1000;
+  opts.rpc_timeout_ms = timeout_s * 1000;
+  opts.retry_deadline_ms = timeout_s * 1000;
+  opts.max_connections = 1;
+  lnet::RpcClient rpc(*nid, opts);
+  proto::Ping req;
+  req.set_payload("lctl ping");
+  proto::Ping rep;
+  Status st = rpc.Call(proto::OP_PING, req, &rep);
+  if (st.ok() && rep.payload() != req.payload()) {
+    st = Status(Code::kProtocol, "the reply does not echo the ping");
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "failed to ping %s: %s\n", nid->ToString().c_str(),
+                 st.ToString().c_str());
+    return ExitCode(st);
+  }
+  std::printf("12345-%s\n", nid->ToString().c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace stria::tools
+
+int main(int argc, char** argv) {
+  using namespace stria::tools;
+  stria::InitLogging("lctl", "warn");
+  std::string mgs;
+  int i = 1;
+  while (i < argc && argv[i][0] == '-') {
+    const std::string a = argv[i];
+    if (a == "--mgs" && i + 1 < argc) {
+      mgs = argv[i + 1];
+      i += 2;
+    } else if (a.rfind("--mgs=", 0) == 0) {
+      mgs = a.substr(6);
+      ++i;
+    } else if (a == "--version") {
+      std::printf("lctl %s (Stria)\n", STRIA_VERSION);
+      return 0;
+    } else if (a == "--help" || a == "-h") {
+      PrintHelp(stdout);
+      return 0;
+    } else {
+      return Usage(("unknown option '" + a + "'").c_str());
+    }
+  }
+  if (i >= argc) return Usage("give a command");
+  const std::string cmd = argv[i];
+  char** sub = argv + i;
+  const int nsub = argc - i;
+  if (cmd == "help") {
+    PrintHelp(stdout);
+    return 0;
+  }
+  if (cmd == "list_nids") return ListNids();
+  if (cmd == "ping") return Ping(nsub, sub);
+  if (cmd == "dl" || cmd == "device_list") return Dl(mgs, nsub, sub);
+  if (cmd == "get_param") return GetParam(mgs, nsub, sub);
+  if (cmd == "set_param") return SetParam(mgs, nsub, sub);
+  return Usage(("unknown command '" + cmd + "'").c_str());
+}

@@ -1,0 +1,19 @@
+// The lfs subcommands. Each takes argv as getopt_long sees it (argv[0] is the subcommand's
+// name), prints Lustre-shaped output on stdout and errors on stderr, and returns the exit
+// status: 0, the errno of a failed operation, or kUsageError (EINVAL, as lfs's CMD_HELP)
+// after printing the usage to stderr. Thread-safety: run from main only (getopt state).
+#pragma once
+
+namespace stria::tools {
+
+inline constexpr int kUsageError = 22;  // EINVAL, as Lustre's lfs exits on CMD_HELP
+
+int LfsSetstripe(int argc, char** argv);
+int LfsGetstripe(int argc, char** argv);
+int LfsDf(int argc, char** argv);
+int LfsFind(int argc, char** argv);
+
+// The usage text of a subcommand ("" when unknown).
+const char* LfsUsage(const char* command);
+
+}  // namespace stria::tools

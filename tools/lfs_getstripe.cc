@@ -1,0 +1,192 @@
+// lfs getstripe: print the layout of files and the default layout of directories.
+#include <getopt.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/fs_connect.h"
+#include "tools/layout_format.h"
+#include "tools/lfs_commands.h"
+#include "tools/mount_info.h"
+
+namespace stria::tools {
+namespace {
+
+struct GetstripeArgs {
+  uint32_t fields = 0;      // 0 = all
+  bool quiet = false;       // -q: objects only
+  int max_depth = 1;        // 0: the paths themselves (-d or a single field); -1: -r
+  std::vector<std::string> paths;
+};
+
+int Usage(const char* why) {
+  if (why != nullptr && *why != '\0') std::fprintf(stderr, "lfs getstripe: %s\n", why);
+  std::fputs(LfsUsage("getstripe"), stderr);
+  return kUsageError;
+}
+
+class Getstripe {
+ public:
+  Getstripe(const GetstripeArgs& args, ToolSession* session)
+      : args_(args), session_(session) {
+    format_.fields = args.quiet ? kFieldObjects : (args.fields ? args.fields : kFieldsDefault);
+    format_.show_path = args.max_depth != 0;
+  }
+
+  int Run(const std::string& path) {
+    auto where = LocatePath(path);
+    if (!where.ok()) {
+      std::fprintf(stderr, "lfs getstripe: cannot find '%s': %s\n", path.c_str(),
+                   where.status().message().c_str());
+      return ExitCode(where.status());
+    }
+    auto c = session_->ClientFor(*where);
+    if (!c.ok()) {
+      std::fprintf(stderr, "lfs getstripe: cannot connect to '%s': %s\n",
+                   where->mount.source.c_str(), c.status().ToString().c_str());
+      return ExitCode(c.status());
+    }
+    client_ = *c;
+    auto config = client_->GetConfig();
+    if (config.ok()) fs_default_ = config->default_layout();
+    auto r = session_->Resolve(client_, where->fs_path);
+    if (!r.ok()) {
+      std::fprintf(stderr, "lfs getstripe: cannot open '%s': %s\n", path.c_str(),
+                   r.status().ToString().c_str());
+      return ExitCode(r.status());
+    }
+    // Print the path as the user gave it, as Lustre does.
+    return Show(path, *r, 0, /*top=*/true);
+  }
+
+ private:
+  int Show(const std::string& path, const Resolved& r, int depth, bool top) {
+    if (r.is_reg()) return ShowFile(path, r);
+    if (!r.is_dir()) return 0;  // symlinks and special files have no layout
+    int rc = ShowDir(path, r, top);
+    if (args_.max_depth >= 0 && depth >= args_.max_depth) return rc;
+    auto entries = session_->ListDir(client_, r.attr.ino());
+    if (!entries.ok()) {
+      std::fprintf(stderr, "lfs getstripe: cannot read '%s': %s\n", path.c_str(),
+                   entries.status().ToString().c_str());
+      return ExitCode(entries.status());
+    }
+    const std::string prefix = path.ends_with('/') ? path : path + "/";
+    for (const proto::DirEntry& e : *entries) {
+      if (e.type() != proto::FT_REG && e.type() != proto::FT_DIR) continue;
+      Resolved child;
+      child.attr.set_ino(e.ino());
+      child.attr.set_mode(e.type() == proto::FT_DIR ? 0040000 : 0100000);
+      int r2 = Show(prefix + e.name(), child, depth + 1, /*top=*/false);
+      if (rc == 0) rc = r2;
+    }
+    return rc;
+  }
+
+  int ShowFile(const std::string& path, const Resolved& r) {
+    proto::Layout layout = r.layout;
+    if (layout.objects_size() == 0) {
+      auto l = session_->FileLayout(client_, r.attr);
+      if (!l.ok()) {
+        std::fprintf(stderr, "lfs getstripe: cannot get layout of '%s': %s\n", path.c_str(),
+                     l.status().ToString().c_str());
+        return ExitCode(l.status());
+      }
+      layout = *l;
+    }
+    if (layout.objects_size() == 0 && layout.stripe_count() == 0) {
+      std::printf("%s has no stripe info\n", path.c_str());
+      return 0;
+    }
+    std::fputs(FormatFileLayout(path, layout, format_).c_str(), stdout);
+    return 0;
+  }
+
+  // The directory's default layout; below the top, only directories that carry one.
+  int ShowDir(const std::string& path, const Resolved& r, bool top) {
+    proto::GetDefaultLayoutRequest req;
+    *req.mutable_cred() = session_->cred();
+    req.set_ino(r.attr.ino());
+    proto::GetDefaultLayoutReply rep;
+    Status st = client_->MdsCall(proto::OP_MDS_GET_DEFAULT_LAYOUT, req, &rep);
+    if (!st.ok()) {
+      std::fprintf(stderr, "lfs getstripe: cannot get default layout of '%s': %s\n",
+                   path.c_str(), st.ToString().c_str());
+      return ExitCode(st);
+    }
+    if (!rep.is_set() && !top) return 0;
+    if (args_.quiet) return 0;  // -q shows objects, and directories have none
+    proto::Layout eff = EffectiveDirLayout(rep.is_set() ? &rep.layout() : nullptr, fs_default_);
+    std::fputs(FormatDirLayout(path, eff, format_).c_str(), stdout);
+    return 0;
+  }
+
+  const GetstripeArgs& args_;
+  ToolSession* session_;
+  GetstripeFormat format_;
+  client::Client* client_ = nullptr;
+  proto::Layout fs_default_;
+};
+
+}  // namespace
+
+int LfsGetstripe(int argc, char** argv) {
+  static const option kLong[] = {
+      {"stripe-count", no_argument, nullptr, 'c'},
+      {"stripe_count", no_argument, nullptr, 'c'},
+      {"directory", no_argument, nullptr, 'd'},
+      {"generation", no_argument, nullptr, 'g'},
+      {"stripe-index", no_argument, nullptr, 'i'},
+      {"stripe_index", no_argument, nullptr, 'i'},
+      {"index", no_argument, nullptr, 'i'},
+      {"offset", no_argument, nullptr, 'o'},
+      {"layout", no_argument, nullptr, 'L'},
+      {"pool", no_argument, nullptr, 'p'},
+      {"quiet", no_argument, nullptr, 'q'},
+      {"recursive", no_argument, nullptr, 'r'},
+      {"stripe-size", no_argument, nullptr, 'S'},
+      {"stripe_size", no_argument, nullptr, 'S'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  GetstripeArgs args;
+  bool dir_only = false, recursive = false;
+  optind = 0;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, "cdgioLpqrSh", kLong, nullptr)) != -1) {
+    switch (c) {
+      case 'c': args.fields |= kFieldCount; break;
+      case 'S': args.fields |= kFieldSize; break;
+      case 'i':
+      case 'o': args.fields |= kFieldOffset; break;
+      case 'p': args.fields |= kFieldPool; break;
+      case 'g': args.fields |= kFieldGeneration; break;
+      case 'L': args.fields |= kFieldPattern; break;
+      case 'd': dir_only = true; break;
+      case 'q': args.quiet = true; break;
+      case 'r': recursive = true; break;
+      case 'h':
+        std::fputs(LfsUsage("getstripe"), stdout);
+        return 0;
+      default:
+        return Usage((std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
+    }
+  }
+  // As Lustre: asking for particular fields or -d shows only the paths themselves.
+  if (args.fields != 0 || dir_only) args.max_depth = 0;
+  if (recursive) args.max_depth = -1;
+  for (int i = optind; i < argc; ++i) args.paths.emplace_back(argv[i]);
+  if (args.paths.empty()) return Usage("missing PATH");
+  ToolSession session;
+  Getstripe g(args, &session);
+  int rc = 0;
+  for (const std::string& path : args.paths) {
+    int r = g.Run(path);
+    if (rc == 0) rc = r;
+  }
+  return rc;
+}
+
+}  // namespace stria::tools

@@ -1,0 +1,73 @@
+// lfs: the user's command for a Stria filesystem, in Lustre's words (docs/lfs.md).
+//
+//   lfs setstripe [--stripe-count|-c N] [--stripe-size|-S SIZE] [--stripe-index|-i IDX]
+//                 [--pool|-p NAME] PATH...
+//   lfs setstripe -d DIR...
+//   lfs getstripe [-c|-S|-i|-p|-g|-L|-d|-q|-r] PATH...
+//   lfs df [-h] [-i] [PATH]
+//   lfs find DIR [--type f|d|l] [--name GLOB] [--stripe-count [+-]N] [--maxdepth N]
+//   lfs help [COMMAND], lfs --version
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "common/log.h"
+#include "tools/lfs_commands.h"
+
+namespace stria::tools {
+
+namespace {
+
+
+
+void PrintHelp(FILE* out) {
+  std::fputs("lfs: the Stria filesystem's user command (Lustre's lfs).\n"
+             "Commands:\n"
+             "  setstripe   set a directory's default layout or create a file with a layout\n"
+             "  getstripe   show the layout of files and directories\n"
+             "  df          show the space and inodes of each MDT and OST\n"
+             "  find        find files and directories by type, name or layout\n"
+             "  help        show a command's usage\n"
+             "  --version   show the version\n"
+             "Run 'lfs help COMMAND' for a command's options.\n",
+             out);
+}
+
+int Help(int argc, char** argv) {
+  if (argc < 2) {
+    PrintHelp(stdout);
+    return 0;
+  }
+  const char* usage = LfsUsage(argv[1]);
+  if (*usage == '\0') {
+    std::fprintf(stderr, "lfs help: unknown command '%s'\n", argv[1]);
+    return kUsageError;
+  }
+  std::fputs(usage, stdout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace stria::tools
+
+int main(int argc, char** argv) {
+  using namespace stria::tools;
+  stria::InitLogging("lfs", "warn");
+  if (argc < 2) {
+    PrintHelp(stderr);
+    return kUsageError;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "--version" || cmd == "version") {
+    std::printf("lfs %s (Stria)\n", STRIA_VERSION);
+    return 0;
+  }
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") return Help(argc - 1, argv + 1);
+  if (cmd == "setstripe") return LfsSetstripe(argc - 1, argv + 1);
+  if (cmd == "getstripe") return LfsGetstripe(argc - 1, argv + 1);
+  if (cmd == "df") return LfsDf(argc - 1, argv + 1);
+  if (cmd == "find") return LfsFind(argc - 1, argv + 1);
+  std::fprintf(stderr, "lfs: unknown command '%s'; try 'lfs help'\n", cmd.c_str());
+
+  return kUsageError;
+}

@@ -1,0 +1,40 @@
+// Usage texts of the lfs subcommands (lfs help COMMAND, and after a usage error).
+#include <string>
+
+#include "tools/lfs_commands.h"
+
+namespace stria::tools {
+
+const char* LfsUsage(const char* command) {
+  const std::string cmd = command;
+  if (cmd == "setstripe") {
+    return "usage: lfs setstripe [--stripe-count|-c STRIPE_COUNT] [--stripe-size|-S SIZE]\n"
+           "                     [--stripe-index|-i START_OST_IDX] [--pool|-p POOL] "
+           "FILENAME|DIRECTORY...\n"
+           "       lfs setstripe -d DIRECTORY...\n"
+           "\tSTRIPE_COUNT: number of OSTs to stripe over (-1 = all)\n"
+           "\tSIZE: stripe size in bytes, a multiple of 64 KiB; k, M or G suffix\n"
+           "\tSTART_OST_IDX: the OST of the first stripe (-1 = let the MDS choose)\n"
+           "\tOn a directory: sets the default layout its new files inherit (-d removes it).\n"
+           "\tOn a path that does not exist: creates an empty file with that layout.\n";
+  }
+  if (cmd == "getstripe") {
+    return "usage: lfs getstripe [--stripe-count|-c] [--stripe-size|-S] [--stripe-index|-i]\n"
+           "                     [--pool|-p] [--generation|-g] [--layout|-L] [--directory|-d]\n"
+           "                     [--quiet|-q] [--recursive|-r] FILENAME|DIRECTORY...\n";
+  }
+  if (cmd == "df") {
+    return "usage: lfs df [--human-readable|-h] [--inodes|-i] [PATH]\n"
+           "\tShows the space (or inodes) of each MDT and OST of the filesystem under PATH,\n"
+           "\tor of every mounted Stria filesystem.\n";
+  }
+  if (cmd == "find") {
+    return "usage: lfs find DIRECTORY [--type|-t f|d|l] [--name|-n GLOB]\n"
+           "                [--stripe-count|-c [+-]N] [--stripe-size|-S [+-]SIZE]\n"
+           "                [--maxdepth|-D N]\n";
+  }
+  if (cmd == "help") return "usage: lfs help [COMMAND]\n";
+  return "";
+}
+
+}  // namespace stria::tools

@@ -1,0 +1,33 @@
+// Parsers for the values users type after lfs's layout options, with Lustre's rules.
+//
+//   ParseSize("1M") == 1048576      sizes: a decimal number with an optional binary suffix
+//                                   k/K, m/M, g/G, t/T (KiB, MiB, GiB, TiB); no suffix = bytes
+//   ParseStripeSize("1M")           a size that is a stripe size: > 0, a multiple of 64 KiB,
+//                                   at most 4 GiB (common/layout.h)
+//   ParseStripeCount("-1")          -1 (all OSTs) or 1 .. kMaxStripeCount
+//   ParseStripeIndex("3")           -1 (the MDS chooses) or an OST index >= 0
+//
+// Every failure is EINVAL with a message naming the bad text. Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace stria::tools {
+
+// A byte count: digits, then an optional suffix. Rejects signs, spaces, overflow, empty text.
+Result<uint64_t> ParseSize(std::string_view text);
+
+// A stripe size (see above).
+Result<uint64_t> ParseStripeSize(std::string_view text);
+
+// A stripe count (see above). 0 is refused: lfs setstripe -c 0 would mean "default",
+// which Stria expresses by leaving the option out.
+Result<int32_t> ParseStripeCount(std::string_view text);
+
+// A starting OST index (see above).
+Result<int32_t> ParseStripeIndex(std::string_view text);
+
+}  // namespace stria::tools

@@ -1,0 +1,66 @@
+#include "tools/stripe_args.h"
+
+#include <gtest/gtest.h>
+
+namespace stria::tools {
+namespace {
+
+TEST(ParseSizeTest, Suffixes) {
+  EXPECT_EQ(*ParseSize("0"), 0u);
+  EXPECT_EQ(*ParseSize("4096"), 4096u);
+  EXPECT_EQ(*ParseSize("64k"), 64u << 10);
+  EXPECT_EQ(*ParseSize("64K"), 64u << 10);
+  EXPECT_EQ(*ParseSize("1M"), 1u << 20);
+  EXPECT_EQ(*ParseSize("1m"), 1u << 20);
+  EXPECT_EQ(*ParseSize("4G"), 4ull << 30);
+  EXPECT_EQ(*ParseSize("2T"), 2ull << 40);
+}
+
+TEST(ParseSizeTest, RejectsGarbage) {
+  for (const char* bad : {"", "M", "-1", "+4", "1.5M", "1MB", "1X", " 1", "1 ", "0x10",
+                          "99999999999999999999", "20000000000000000T"}) {
+    auto r = ParseSize(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    if (!r.ok()) {
+      EXPECT_EQ(r.status().code(), Code::kInval) << bad;
+    }
+  }
+}
+
+TEST(ParseStripeSizeTest, MultipleOf64K) {
+  EXPECT_EQ(*ParseStripeSize("64k"), 65536u);
+  EXPECT_EQ(*ParseStripeSize("1M"), 1u << 20);
+  EXPECT_EQ(*ParseStripeSize("4G"), 4ull << 30);
+  EXPECT_EQ(*ParseStripeSize("196608"), 196608u);  // 192 KiB
+  EXPECT_FALSE(ParseStripeSize("0").ok());
+  EXPECT_FALSE(ParseStripeSize("4096").ok());
+  EXPECT_FALSE(ParseStripeSize("100k").ok());
+  EXPECT_FALSE(ParseStripeSize("5G").ok());
+  EXPECT_FALSE(ParseStripeSize("abc").ok());
+  auto r = ParseStripeSize("100k");
+  EXPECT_NE(r.status().message().find("64 KiB"), std::string::npos) << r.status().message();
+}
+
+TEST(ParseStripeCountTest, Range) {
+  EXPECT_EQ(*ParseStripeCount("1"), 1);
+  EXPECT_EQ(*ParseStripeCount("4"), 4);
+  EXPECT_EQ(*ParseStripeCount("-1"), -1);
+  EXPECT_EQ(*ParseStripeCount("2000"), 2000);
+  EXPECT_FALSE(ParseStripeCount("0").ok());
+  EXPECT_FALSE(ParseStripeCount("-2").ok());
+  EXPECT_FALSE(ParseStripeCount("2001").ok());
+  EXPECT_FALSE(ParseStripeCount("4x").ok());
+  EXPECT_FALSE(ParseStripeCount("").ok());
+}
+
+TEST(ParseStripeIndexTest, Range) {
+  EXPECT_EQ(*ParseStripeIndex("-1"), -1);
+  EXPECT_EQ(*ParseStripeIndex("0"), 0);
+  EXPECT_EQ(*ParseStripeIndex("17"), 17);
+  EXPECT_FALSE(ParseStripeIndex("-2").ok());
+  EXPECT_FALSE(ParseStripeIndex("one").ok());
+  EXPECT_FALSE(ParseStripeIndex("99999999999").ok());
+}
+
+}  // namespace
+}  // namespace stria::tools
