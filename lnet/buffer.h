@@ -13,11 +13,17 @@
 
 namespace stria::lnet {
 
+// Bulk buffers are allocated and freed once per request. glibc would serve each from a
+// fresh mmap (and the kernel would zero and fault in every page every time); this raises
+// the mmap threshold once per process so that freed bulk buffers are reused from the heap.
+void KeepBulkBuffersOffMmap();
+
 class Buffer {
  public:
   Buffer() = default;
   explicit Buffer(size_t size) : size_(size) {
     if (size == 0) return;
+    KeepBulkBuffersOffMmap();
     void* p = nullptr;
     if (posix_memalign(&p, 4096, (size + 4095) & ~size_t{4095}) != 0) std::abort();
     data_.reset(static_cast<uint8_t*>(p));

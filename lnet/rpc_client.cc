@@ -11,6 +11,7 @@
 
 #include "common/crc32c.h"
 #include "common/log.h"
+#include "lnet/buffer.h"
 #include "lnet/socket.h"
 #include "proto/stria.pb.h"
 
@@ -37,6 +38,7 @@ struct Attempt {
 class RpcClient::Impl {
  public:
   Impl(Nid peer, ClientOptions options) : peer_(std::move(peer)), options_(std::move(options)) {
+    KeepBulkBuffersOffMmap();  // the caller's bulk buffers too
     if (options_.client_uuid.empty()) options_.client_uuid = RandomUuid();
     if (options_.max_connections < 1) options_.max_connections = 1;
     retry_deadline_ms_ = options_.retry_deadline_ms;

@@ -60,7 +60,9 @@ class RpcServer::Impl {
  public:
   explicit Impl(ServerOptions options)
       : options_(std::move(options)),
-        cached_opcodes_(options_.reply_cache_opcodes.begin(), options_.reply_cache_opcodes.end()) {}
+        cached_opcodes_(options_.reply_cache_opcodes.begin(), options_.reply_cache_opcodes.end()) {
+    KeepBulkBuffersOffMmap();
+  }
 
   ~Impl() { Stop(); }
 
