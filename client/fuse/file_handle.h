@@ -30,6 +30,7 @@ struct FileHandle {
   int flags = 0;               // open(2) flags
   bool writable = false;       // counted in inode->writers
   bool sync_writes = false;    // O_SYNC / O_DSYNC
+  proto::Credentials cred;     // the opener's, for size reports made without a request
 
   std::atomic<bool> dirty{false};          // wrote since the last size report
   std::atomic<bool> wrote{false};          // wrote at all

@@ -45,6 +45,7 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_cr
   fh->flags = flags;
   fh->writable = (flags & O_ACCMODE) != O_RDONLY;
   fh->sync_writes = (flags & (O_SYNC | O_DSYNC)) != 0;
+  fh->cred = cred;
   if (fh->writable) inode->writers.fetch_add(1);
   inode->ObserveMdsSize(mds_size);
   if (layout.objects_size() > 0) inode->set_layout(layout);
@@ -114,6 +115,8 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   fh->mtime_ns.store(NowNs());
   fh->wrote.store(true);
   fh->dirty.store(true);
+  // O_SYNC/O_DSYNC: the data is durable on the OSTs (sync write); make the size durable too.
+  if (fh->sync_writes) return ReportSize(nullptr, fh, /*close=*/false);
   return Status::Ok();
 }
 
@@ -123,9 +126,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   if (!close && !dirty) return Status::Ok();
   if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
   proto::CloseRequest cr;
-  if (req != nullptr) {
-    *cr.mutable_cred() = CredentialsOf(req);
-  }
+  *cr.mutable_cred() = req != nullptr ? CredentialsOf(req) : fh->cred;
   cr.set_ino(fh->inode->ino);
   cr.set_handle(close ? fh->mds_handle : 0);
   // wrote: new writes since the last report (the MDS then takes max(size) and the mtime).
