@@ -14,6 +14,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest
   libisal-dev libspdlog-dev libfmt-dev libcli11-dev
   fio iproute2 psmisc attr util-linux procps python3
+  clang-14 libclang-rt-14-dev
 )
 
 SUDO=()
