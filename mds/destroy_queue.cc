@@ -47,12 +47,14 @@ void DestroyQueue::Kick() {
 }
 
 void DestroyQueue::Loop() {
+  bool kicked = false;
   for (;;) {
-    Result<size_t> r = RunOnce();
+    Result<size_t> r = RunPass(/*from_cursor=*/kicked);
     if (!r.ok()) LOG_WARN("destroy queue pass failed: {}", r.status().ToString());
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stop_ || kicked_; });
     if (stop_) return;
+    kicked = kicked_;
     kicked_ = false;
   }
 }
@@ -66,7 +68,7 @@ Result<size_t> DestroyQueue::Pending() const {
   return n;
 }
 
-Result<size_t> DestroyQueue::RunOnce() {
+Result<size_t> DestroyQueue::RunPass(bool from_cursor) {
   std::lock_guard run_lock(run_mu_);
   if (gateway_ == nullptr) return size_t{0};
   // Read the records first; unlinks may add more meanwhile (the next pass takes them).
@@ -74,7 +76,9 @@ Result<size_t> DestroyQueue::RunOnce() {
   {
     const std::string prefix(1, kPrefixDestroy);
     std::unique_ptr<rocksdb::Iterator> it(ns_->db()->NewIterator(rocksdb::ReadOptions()));
-    for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    it->Seek(from_cursor && !cursor_.empty() ? cursor_ : prefix);
+    for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
+      cursor_ = it->key().ToString() + '\0';  // the smallest key after this one
       proto::OstDestroyRequest req;
       if (!req.ParseFromArray(it->value().data(), static_cast<int>(it->value().size()))) {
         LOG_ERROR("destroy queue record is corrupt; dropping it");
@@ -93,6 +97,7 @@ Result<size_t> DestroyQueue::RunOnce() {
   for (proto::OstInfo& o : ns_->OstTable()) table[o.index()] = std::move(o);
 
   size_t done = 0;
+  rocksdb::WriteBatch b;  // one unsynced batch for the whole pass (see Namespace::Write)
   for (auto& [key, req] : records) {
     std::map<uint32_t, proto::OstDestroyRequest> by_ost;
     for (const proto::ObjectId& o : req.objects()) *by_ost[o.ost_idx()].add_objects() = o;
@@ -107,17 +112,14 @@ Result<size_t> DestroyQueue::RunOnce() {
         for (const proto::ObjectId& o : part.objects()) *left.add_objects() = o;
       }
     }
-    rocksdb::WriteBatch b;
     if (left.objects_size() == 0) {
       b.Delete(key);
       ++done;
     } else if (left.objects_size() != req.objects_size()) {
       b.Put(key, left.SerializeAsString());
-    } else {
-      continue;
     }
-    STRIA_RETURN_IF_ERROR(ns_->Write(&b));
   }
+  if (b.Count() > 0) STRIA_RETURN_IF_ERROR(ns_->Write(&b, /*sync=*/false));
   return done;
 }
 

@@ -36,7 +36,12 @@ class DestroyQueue {
   void Kick();
 
   // One pass over every queued record; returns how many records were completed (deleted).
-  Result<size_t> RunOnce();
+  Result<size_t> RunOnce() { return RunPass(/*from_cursor=*/false); }
+
+  // One pass over the records added since the last pass (a kick after an unlink). Deleted
+  // records leave RocksDB tombstones until compaction, so rescanning from the start on every
+  // unlink would cost O(records ever queued); the timed passes do the full rescan.
+  Result<size_t> RunPass(bool from_cursor);
   // The number of records waiting.
   Result<size_t> Pending() const;
 
@@ -46,7 +51,8 @@ class DestroyQueue {
   Namespace* ns_;
   OstGateway* gateway_;
   const int interval_ms_;
-  std::mutex run_mu_;  // serializes RunOnce
+  std::mutex run_mu_;  // serializes passes
+  std::string cursor_;  // GUARDED_BY(run_mu_): the key after the last one a pass visited
 
   std::mutex mu_;
   std::condition_variable cv_;

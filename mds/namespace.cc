@@ -244,9 +244,9 @@ uint64_t Namespace::InodeCount() {
   return super_.inodes;
 }
 
-Status Namespace::Write(rocksdb::WriteBatch* batch) {
+Status Namespace::Write(rocksdb::WriteBatch* batch, bool sync) {
   rocksdb::WriteOptions wo;
-  wo.sync = true;
+  wo.sync = sync;
   return FromRocks(db_->Write(wo, batch), "write batch");
 }
 

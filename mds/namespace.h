@@ -125,7 +125,10 @@ class Namespace {
   bool IsOpenLocked(uint64_t ino) const { return open_counts_.count(ino) != 0; }
 
   // Writes one batch durably (sync = true). Any failure is kDbError.
-  Status Write(rocksdb::WriteBatch* batch);
+  // sync=false only for changes that are safe to lose in a crash (the destroy queue's
+  // bookkeeping: destroying an object twice is harmless); the next synced write persists
+  // them anyway.
+  Status Write(rocksdb::WriteBatch* batch, bool sync = true);
 
   // Wall-clock nanoseconds since the epoch.
   static int64_t NowNs();

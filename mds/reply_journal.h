@@ -22,6 +22,7 @@
 namespace stria::mds {
 
 inline constexpr uint64_t kKeepPerClient = 1024;
+inline constexpr uint64_t kTrimEvery = 8192;
 
 // R<uuid length:u8><uuid><xid:be64>.
 std::string ReplyKey(const std::string& client_uuid, uint64_t xid);

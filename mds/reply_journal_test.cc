@@ -46,7 +46,7 @@ TEST(ReplyJournalTest, CreateReplySurvivesReopen) {
 
 TEST(ReplyJournalTest, OldRecordsAreTrimmed) {
   MdsFixture f;
-  for (uint64_t xid = 1; xid <= kKeepPerClient + 128; ++xid) {
+  for (uint64_t xid = 1; xid <= kTrimEvery + 128; ++xid) {
     proto::SetParamRequest req;
     req.set_name("p");
     req.set_value(std::to_string(xid));
@@ -56,7 +56,9 @@ TEST(ReplyJournalTest, OldRecordsAreTrimmed) {
     ASSERT_TRUE(SetParam(f.ns(), req, &rep).ok());
   }
   EXPECT_FALSE(FindPersistedReply(f.ns(), "c", 1)->has_value());
-  EXPECT_TRUE(FindPersistedReply(f.ns(), "c", kKeepPerClient + 128)->has_value());
+  EXPECT_FALSE(FindPersistedReply(f.ns(), "c", kTrimEvery - kKeepPerClient - 1)->has_value());
+  EXPECT_TRUE(FindPersistedReply(f.ns(), "c", kTrimEvery - kKeepPerClient)->has_value());
+  EXPECT_TRUE(FindPersistedReply(f.ns(), "c", kTrimEvery + 128)->has_value());
 }
 
 }  // namespace
