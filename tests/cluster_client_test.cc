@@ -17,6 +17,7 @@
 #include "common/layout.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
+#include "tests/harness/shared_cluster_env.h"
 #include "tests/harness/test_util.h"
 
 namespace stria::testing {
@@ -27,35 +28,16 @@ constexpr uint64_t kS = 64 << 10;  // stripe size used by most tests (the minimu
 Cluster* g_cluster = nullptr;
 client::Client* g_client = nullptr;
 
-class ClusterEnv : public ::testing::Environment {
- public:
-  void SetUp() override {
-    ClusterOptions o;
-    o.tag = "client";
-    o.fsname = "clitest";
-    o.mount = false;
-    cluster_ = std::make_unique<Cluster>(o);
-    Status st = cluster_->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    auto cl = ConnectClient(*cluster_);
-    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
-    client_ = std::move(cl).value();
-    g_cluster = cluster_.get();
-    g_client = client_.get();
-  }
-  void TearDown() override {
-    client_.reset();
-    cluster_.reset();
-    g_cluster = nullptr;
-    g_client = nullptr;
-  }
+ClusterOptions ClusterEnvOptions() {
+  ClusterOptions o;
+  o.tag = "client";
+  o.fsname = "clitest";
+  o.mount = false;
+  return o;
+}
 
- private:
-  std::unique_ptr<Cluster> cluster_;
-  std::unique_ptr<client::Client> client_;
-};
-
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new ClusterEnv);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
+    new SharedClusterEnv(ClusterEnvOptions(), &g_cluster, &g_client));
 
 class ClusterClientTest : public ::testing::Test {
  protected:

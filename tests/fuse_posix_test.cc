@@ -22,6 +22,7 @@
 #include "client/client.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
+#include "tests/harness/shared_cluster_env.h"
 #include "tests/harness/test_util.h"
 
 namespace stria::testing {
@@ -32,34 +33,16 @@ constexpr uint64_t kS = 64 << 10;  // stripe size of the striped test directory
 Cluster* g_cluster = nullptr;
 client::Client* g_client = nullptr;
 
-class FuseEnv : public ::testing::Environment {
- public:
-  void SetUp() override {
-    if (!HaveFuse()) return;
-    ClusterOptions o;
-    o.tag = "posix";
-    o.fsname = "posixfs";
-    o.num_mounts = 2;
-    cluster_ = std::make_unique<Cluster>(o);
-    Status st = cluster_->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    auto cl = ConnectClient(*cluster_);
-    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
-    client_ = std::move(cl).value();
-    g_cluster = cluster_.get();
-    g_client = client_.get();
-  }
-  void TearDown() override {
-    client_.reset();
-    cluster_.reset();
-  }
+ClusterOptions FuseEnvOptions() {
+  ClusterOptions o;
+  o.tag = "posix";
+  o.fsname = "posixfs";
+  o.num_mounts = 2;
+  return o;
+}
 
- private:
-  std::unique_ptr<Cluster> cluster_;
-  std::unique_ptr<client::Client> client_;
-};
-
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new FuseEnv);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
+    new SharedClusterEnv(FuseEnvOptions(), &g_cluster, &g_client));
 
 class FusePosixTest : public ::testing::Test {
  protected:

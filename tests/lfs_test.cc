@@ -16,6 +16,7 @@
 #include "client/client.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
+#include "tests/harness/shared_cluster_env.h"
 #include "tests/harness/test_util.h"
 
 namespace stria::testing {
@@ -24,33 +25,15 @@ namespace {
 Cluster* g_cluster = nullptr;
 client::Client* g_client = nullptr;
 
-class LfsEnv : public ::testing::Environment {
- public:
-  void SetUp() override {
-    if (!HaveFuse()) return;
-    ClusterOptions o;
-    o.tag = "lfs";
-    o.fsname = "lfsfs";
-    cluster_ = std::make_unique<Cluster>(o);
-    Status st = cluster_->Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    auto cl = ConnectClient(*cluster_);
-    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
-    client_ = std::move(cl).value();
-    g_cluster = cluster_.get();
-    g_client = client_.get();
-  }
-  void TearDown() override {
-    client_.reset();
-    cluster_.reset();
-  }
+ClusterOptions LfsEnvOptions() {
+  ClusterOptions o;
+  o.tag = "lfs";
+  o.fsname = "lfsfs";
+  return o;
+}
 
- private:
-  std::unique_ptr<Cluster> cluster_;
-  std::unique_ptr<client::Client> client_;
-};
-
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(new LfsEnv);
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
+    new SharedClusterEnv(LfsEnvOptions(), &g_cluster, &g_client));
 
 struct ObjRow {
   uint32_t obdidx;

@@ -1,0 +1,57 @@
+// SharedClusterEnv: one Cluster (and a libstria Client connected to it) shared by every test
+// of one test executable, started before the first test and stopped after the last.
+//
+//   Cluster* g_cluster = nullptr;
+//   client::Client* g_client = nullptr;
+//   const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
+//       new SharedClusterEnv(options, &g_cluster, &g_client));
+//
+// Where the options ask for a mount and /dev/fuse is missing, nothing is started and the
+// globals stay null (tests then skip). Thread-safety: gtest calls SetUp/TearDown on its
+// main thread.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "client/client.h"
+#include "tests/harness/client_util.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/test_util.h"
+
+namespace stria::testing {
+
+class SharedClusterEnv : public ::testing::Environment {
+ public:
+  SharedClusterEnv(ClusterOptions options, Cluster** cluster, client::Client** client)
+      : options_(std::move(options)), cluster_out_(cluster), client_out_(client) {}
+
+  void SetUp() override {
+    if (options_.mount && !HaveFuse()) return;
+    cluster_ = std::make_unique<Cluster>(options_);
+    Status st = cluster_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    auto cl = ConnectClient(*cluster_);
+    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+    client_ = std::move(cl).value();
+    *cluster_out_ = cluster_.get();
+    *client_out_ = client_.get();
+  }
+
+  void TearDown() override {
+    *cluster_out_ = nullptr;
+    *client_out_ = nullptr;
+    client_.reset();
+    cluster_.reset();
+  }
+
+ private:
+  const ClusterOptions options_;
+  Cluster** const cluster_out_;
+  client::Client** const client_out_;
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<client::Client> client_;
+};
+
+}  // namespace stria::testing
