@@ -144,22 +144,10 @@ void OssService::Register(lnet::RpcServer* server) {
   server->Register<proto::OstDestroyRequest, proto::OstIoReply>(
       proto::OP_OST_DESTROY,
       [this](RpcContext&, const proto::OstDestroyRequest& req, proto::OstIoReply* rep) {
-        if (req.objects_size() > kMaxObjectsPerRequest) {
-          return Status(Code::kInval, fmt::format("destroy of {} objects exceeds the limit {}",
-                                                  req.objects_size(), kMaxObjectsPerRequest));
-        }
-        // Check every index first, so a bad request changes nothing.
-        std::vector<ObjectStore*> stores;
-        stores.reserve(req.objects_size());
-        for (const ObjectId& obj : req.objects()) {
-          STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
-          stores.push_back(ost);
-        }
-        for (int i = 0; i < req.objects_size(); ++i) {
-          const ObjectId& obj = req.objects(i);
-          STRIA_RETURN_IF_ERROR(
-              Note(stores[i]->Destroy(obj.group(), obj.object_id()), "destroy", obj));
-        }
+        STRIA_RETURN_IF_ERROR(ForEachObject(req.objects(), "destroy",
+                                            [](ObjectStore* ost, const ObjectId& obj) {
+                                              return ost->Destroy(obj.group(), obj.object_id());
+                                            }));
         rep->set_length(static_cast<uint64_t>(req.objects_size()));
         return Status::Ok();
       });
@@ -196,28 +184,36 @@ void OssService::Register(lnet::RpcServer* server) {
   server->Register<proto::OstSyncRequest, proto::OstIoReply>(
       proto::OP_OST_SYNC,
       [this](RpcContext&, const proto::OstSyncRequest& req, proto::OstIoReply* rep) {
-        if (req.objects_size() > kMaxObjectsPerRequest) {
-          return Status(Code::kInval, "sync lists too many objects");
-        }
         if (req.objects_size() == 0) {
           STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(req.ost_idx()));
           Status st = ost->SyncAll();
           if (!st.ok()) LOG_WARN("sync of OST {} failed: {}", req.ost_idx(), st.ToString());
           return st;
         }
-        std::vector<ObjectStore*> stores;
-        stores.reserve(req.objects_size());
-        for (const ObjectId& obj : req.objects()) {
-          STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
-          stores.push_back(ost);
-        }
-        for (int i = 0; i < req.objects_size(); ++i) {
-          const ObjectId& obj = req.objects(i);
-          STRIA_RETURN_IF_ERROR(
-              Note(stores[i]->SyncObject(obj.group(), obj.object_id()), "sync", obj));
-        }
-        return Status::Ok();
+        return ForEachObject(req.objects(), "sync", [](ObjectStore* ost, const ObjectId& obj) {
+          return ost->SyncObject(obj.group(), obj.object_id());
+        });
       });
+}
+
+Status OssService::ForEachObject(
+    const google::protobuf::RepeatedPtrField<proto::ObjectId>& objects, std::string_view op,
+    const std::function<Status(ObjectStore*, const proto::ObjectId&)>& fn) const {
+  if (objects.size() > kMaxObjectsPerRequest) {
+    return Status(Code::kInval, fmt::format("{} of {} objects exceeds the limit {}", op,
+                                            objects.size(), kMaxObjectsPerRequest));
+  }
+  // Check every index first, so a bad request changes nothing.
+  std::vector<ObjectStore*> stores;
+  stores.reserve(objects.size());
+  for (const proto::ObjectId& obj : objects) {
+    STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+    stores.push_back(ost);
+  }
+  for (int i = 0; i < objects.size(); ++i) {
+    STRIA_RETURN_IF_ERROR(Note(fn(stores[i], objects[i]), op, objects[i]));
+  }
+  return Status::Ok();
 }
 
 }  // namespace stria::oss

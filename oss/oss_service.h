@@ -15,6 +15,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string_view>
 #include <memory>
 #include <shared_mutex>
 #include <unordered_map>
@@ -24,6 +26,7 @@
 #include "common/status.h"
 #include "lnet/rpc_server.h"
 #include "oss/object_store.h"
+#include "proto/stria.pb.h"
 
 namespace stria::oss {
 
@@ -45,6 +48,12 @@ class OssService {
 
   // The OST served under `index`: kNoOst or kNotReady when there is none.
   Result<ObjectStore*> Find(uint32_t index) const;
+
+  // Validates a destroy/sync list (size, every OST served here) before touching anything,
+  // then applies fn to each object in order; the first failure is logged and returned.
+  Status ForEachObject(const google::protobuf::RepeatedPtrField<proto::ObjectId>& objects,
+                       std::string_view op,
+                       const std::function<Status(ObjectStore*, const proto::ObjectId&)>& fn) const;
 
   // Indexes served now.
   std::vector<uint32_t> Served() const;
