@@ -102,6 +102,7 @@ Status StriaFs::DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint
 }
 
 Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
+  STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Drain());  // read what this client wrote
   const uint64_t size = fh->inode->known_size.load();
   if (offset >= size || fh->layout.objects_size() == 0) return size_t{0};
   return client_->Read(fh->layout, size, offset, buf);
@@ -110,7 +111,18 @@ Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_
 Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data) {
   if (data.empty()) return Status::Ok();
   if (fh->layout.objects_size() == 0) return Status(Code::kIO, "file has no stripe objects");
-  STRIA_RETURN_IF_ERROR(client_->Write(fh->layout, offset, data, fh->sync_writes));
+  if (fh->sync_writes) {
+    STRIA_RETURN_IF_ERROR(client_->Write(fh->layout, offset, data, /*sync=*/true));
+  } else {
+    // The data is copied and written in the background; flush, fsync, close, reads and
+    // truncates wait for it (Drain) and report its errors.
+    Client* client = client_;
+    STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Submit(
+        &write_pool_, offset, data,
+        [client, layout = fh->layout](uint64_t off, std::span<const uint8_t> bytes) {
+          return client->Write(layout, off, bytes, /*sync=*/false);
+        }));
+  }
   fh->inode->NoteWrite(offset + data.size());
   fh->mtime_ns.store(NowNs());
   fh->wrote.store(true);
@@ -121,6 +133,9 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
 }
 
 Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
+  // Sizes are reported only for data that reached the OSTs.
+  Status drained = fh->inode->write_behind.Drain();
+  if (!drained.ok() && !close) return drained;
   std::lock_guard lock(fh->report_mu);
   const bool dirty = fh->dirty.exchange(false);
   if (!close && !dirty) return Status::Ok();
@@ -150,6 +165,7 @@ Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
 }
 
 Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
+  STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Drain());
   if (fh->layout.objects_size() > 0) STRIA_RETURN_IF_ERROR(client_->SyncObjects(fh->layout));
   // The size must be durable too: report what this client wrote (the MDS syncs its WAL).
   if (fh->writable && fh->inode->written_end.load() > 0) fh->dirty.store(true);
@@ -158,7 +174,9 @@ Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
 
 Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
   std::unique_ptr<FileHandle> owned(fh);
+  Status written = fh->inode->write_behind.Drain();
   Status st = ReportSize(req, fh, /*close=*/true);
+  if (st.ok()) st = written;
   if (fh->writable) fh->inode->writers.fetch_sub(1);
   if (!st.ok()) {
     LOG_WARN("close of inode {} (handle {}): {}", fh->inode->ino, fh->mds_handle,

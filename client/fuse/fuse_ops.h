@@ -114,6 +114,8 @@ class StriaFs {
   const FsOptions options_;
   fuse_session* session_ = nullptr;
   InodeTable inodes_;
+  // Runs write-behind (client/fuse/write_behind.h); declared last so it is joined first.
+  internal::ThreadPool write_pool_{4};
 };
 
 }  // namespace stria::client::fuse

@@ -21,6 +21,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "client/fuse/write_behind.h"
 #include "proto/stria.pb.h"
 
 namespace stria::client::fuse {
@@ -43,6 +44,8 @@ struct Inode {
   // same, the kernel's page cache of the file is still valid (keep_cache).
   std::atomic<uint64_t> open_size{0};
   std::atomic<int64_t> open_mtime_ns{-1};
+  // Writes of this file still on their way to the OSTs (client/fuse/write_behind.h).
+  WriteBehind write_behind;
 
   // Folds an MDS size into known_size.
   void ObserveMdsSize(uint64_t mds_size);

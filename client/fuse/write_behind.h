@@ -1,0 +1,53 @@
+// WriteBehind: lets a FUSE write return once its data is copied, while the striped write to
+// the OSTs runs in the background, so that one writer keeps several writes in flight (the
+// kernel sends a file's writes one at a time without a writeback cache).
+//
+// Invariants: at most `max_bytes` are in flight per file; writes whose byte ranges overlap
+// never run at once (a later one waits for the earlier), so the last write wins as POSIX
+// requires; an error of a background write is kept and returned by the next Submit or Drain
+// (as NFS and Lustre report asynchronous write errors at the next write, fsync or close).
+// Whoever needs the data on the OSTs (read, flush, fsync, close, truncate) calls Drain().
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "client/internal/thread_pool.h"
+#include "common/status.h"
+
+namespace stria::client::fuse {
+
+class WriteBehind {
+ public:
+  using WriteFn = std::function<Status(uint64_t offset, std::span<const uint8_t> data)>;
+
+  static constexpr uint64_t kDefaultMaxBytes = 8ull << 20;
+
+  // Copies data and runs write(offset, copy) on `pool`. Returns a pending error of an earlier
+  // background write instead (the new data is then not written).
+  Status Submit(internal::ThreadPool* pool, uint64_t offset, std::span<const uint8_t> data,
+                WriteFn write, uint64_t max_bytes = kDefaultMaxBytes);
+
+  // Waits until no write is in flight; returns (and clears) a pending error.
+  Status Drain();
+
+ private:
+  struct Range {
+    uint64_t start, end;
+  };
+  bool OverlapsLocked(uint64_t start, uint64_t end) const;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t bytes_ = 0;          // GUARDED_BY(mu_): bytes in flight
+  std::vector<Range> ranges_;   // GUARDED_BY(mu_): byte ranges in flight
+  Status error_;                // GUARDED_BY(mu_): first unreported background failure
+};
+
+}  // namespace stria::client::fuse
