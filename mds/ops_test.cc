@@ -308,8 +308,16 @@ TEST(DefaultLayoutTest, SetGetRemoveInherit) {
   auto file = f.Mkfile(d.attr().ino(), "f");
   EXPECT_EQ(file.layout().objects_size(), 3);
   EXPECT_EQ(file.layout().stripe_size(), 1u << 20);
-  // A subdirectory without its own default inherits only from the root (Lustre: from
-  // the parent at creation is not copied); the root default is the filesystem default.
+  // As in Lustre, a new subdirectory starts with a copy of its parent's default, and files
+  // made in it get that layout.
+  auto sub = f.Mkdir(d.attr().ino(), "sub");
+  proto::GetDefaultLayoutRequest get_sub;
+  get_sub.set_ino(sub.attr().ino());
+  ASSERT_TRUE(GetDefaultLayout(f.ns(), get_sub, &grep).ok());
+  EXPECT_TRUE(grep.is_set());
+  EXPECT_EQ(grep.layout().stripe_count(), 3);
+  EXPECT_EQ(f.Mkfile(sub.attr().ino(), "g").layout().objects_size(), 3);
+  // A directory without its own default inherits the root's, the filesystem default.
   set.set_remove(true);
   ASSERT_TRUE(SetDefaultLayout(f.ns(), set, &srep).ok());
   ASSERT_TRUE(GetDefaultLayout(f.ns(), get, &grep).ok());

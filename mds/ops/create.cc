@@ -14,6 +14,7 @@
 #include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
 #include "mds/ops/ops.h"
+#include "mds/schema.h"
 #include "mds/txn.h"
 
 namespace stria::mds {
@@ -50,6 +51,10 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
   const uint32_t parent_gid = parent->attr.gid();
   const bool parent_setgid = parent->attr.mode() & S_ISGID;
   const uint64_t parent_ino = req.parent();
+  // As in Lustre, a new subdirectory starts with a copy of its parent's default layout (the
+  // root's is the filesystem default, which every directory inherits anyway).
+  const bool inherit_layout = parent->has_default_layout && parent_ino != kRootIno;
+  const proto::Layout parent_default = parent->default_layout;
 
   InodeRecord* rec = txn.NewInode();
   proto::Attr& a = rec->attr;
@@ -71,6 +76,10 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
       a.set_size(4096);
       a.set_blocks(8);
       rec->parent = parent_ino;
+      if (inherit_layout) {
+        rec->has_default_layout = true;
+        rec->default_layout = parent_default;
+      }
       break;
     case proto::FT_LNK:
       rec->symlink_target = req.symlink_target();
