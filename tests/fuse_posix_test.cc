@@ -44,14 +44,9 @@ ClusterOptions FuseEnvOptions() {
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
     new SharedClusterEnv(FuseEnvOptions(), &g_cluster, &g_client));
 
-class FusePosixTest : public ::testing::Test {
+class FusePosixTest : public MountedClusterTest {
  protected:
-  void SetUp() override {
-    if (!HaveFuse()) GTEST_SKIP() << "no /dev/fuse on this machine";
-    if (g_client == nullptr) GTEST_SKIP() << "cluster did not start";
-    mnt_ = g_cluster->mount_point(0);
-  }
-  std::string P(const std::string& rel) const { return mnt_ + "/" + rel; }
+  FusePosixTest() : MountedClusterTest(&g_cluster, &g_client) {}
 
   // mkdir DIR and give it a 4-stripe, 64 KiB default layout.
   void MakeStripedDir(const std::string& rel, int count = 4) {
@@ -65,8 +60,6 @@ class FusePosixTest : public ::testing::Test {
     EXPECT_EQ(lstat(path.c_str(), &st), 0) << path << ": " << strerror(errno);
     return st;
   }
-
-  std::string mnt_;
 };
 
 #define EXPECT_ERRNO(call, err)                                            \

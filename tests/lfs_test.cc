@@ -70,14 +70,9 @@ std::vector<ObjRow> ParseObjRows(const std::string& out) {
   return rows;
 }
 
-class LfsTest : public ::testing::Test {
+class LfsTest : public MountedClusterTest {
  protected:
-  void SetUp() override {
-    if (!HaveFuse()) GTEST_SKIP() << "no /dev/fuse on this machine";
-    if (g_client == nullptr) GTEST_SKIP() << "cluster did not start";
-    mnt_ = g_cluster->mount_point(0);
-  }
-  std::string P(const std::string& rel) const { return mnt_ + "/" + rel; }
+  LfsTest() : MountedClusterTest(&g_cluster, &g_client) {}
 
   static CommandResult Lfs(std::vector<std::string> args) {
     args.insert(args.begin(), BinPath("lfs"));
@@ -87,8 +82,6 @@ class LfsTest : public ::testing::Test {
     ::testing::Test::RecordProperty("last_lfs", cmd);
     return r;
   }
-
-  std::string mnt_;
 };
 
 std::string Show(const CommandResult& r) {

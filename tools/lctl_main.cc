@@ -63,6 +63,17 @@ Result<std::unique_ptr<client::Client>> ConnectMgs(const std::string& mgs) {
   return ConnectNids(dev.nids, dev.fsname);
 }
 
+// ConnectMgs, reporting a failure on stderr: 0, or the exit code to return.
+int ConnectOrReport(const std::string& mgs, std::unique_ptr<client::Client>* out) {
+  auto conn = ConnectMgs(mgs);
+  if (!conn.ok()) {
+    std::fprintf(stderr, "lctl: cannot reach the MGS: %s\n", conn.status().ToString().c_str());
+    return ExitCode(conn.status());
+  }
+  *out = std::move(conn).value();
+  return 0;
+}
+
 int Dl(const std::string& mgs, int argc, char** argv) {
   bool show_nids = false;
   for (int i = 1; i < argc; ++i) {
@@ -72,12 +83,9 @@ int Dl(const std::string& mgs, int argc, char** argv) {
       return Usage((std::string("dl: unknown option '") + argv[i] + "'").c_str());
     }
   }
-  auto conn = ConnectMgs(mgs);
-  if (!conn.ok()) {
-    std::fprintf(stderr, "lctl: cannot reach the MGS: %s\n", conn.status().ToString().c_str());
-    return ExitCode(conn.status());
-  }
-  client::Client* c = conn->get();
+  std::unique_ptr<client::Client> conn;
+  if (int rc = ConnectOrReport(mgs, &conn); rc != 0) return rc;
+  client::Client* c = conn.get();
   auto config = c->GetConfig(/*refresh=*/true);
   if (!config.ok()) {
     std::fprintf(stderr, "lctl dl: %s\n", config.status().ToString().c_str());
@@ -116,12 +124,9 @@ int GetParam(const std::string& mgs, int argc, char** argv) {
     }
   }
   if (names.empty()) return Usage("get_param: give a parameter name");
-  auto conn = ConnectMgs(mgs);
-  if (!conn.ok()) {
-    std::fprintf(stderr, "lctl: cannot reach the MGS: %s\n", conn.status().ToString().c_str());
-    return ExitCode(conn.status());
-  }
-  client::Client* c = conn->get();
+  std::unique_ptr<client::Client> conn;
+  if (int rc = ConnectOrReport(mgs, &conn); rc != 0) return rc;
+  client::Client* c = conn.get();
   int rc = 0;
   for (const std::string& name : names) {
     proto::GetParamRequest req;
@@ -161,12 +166,9 @@ int SetParam(const std::string& mgs, int argc, char** argv) {
     sets.emplace_back(std::string(argv[i], eq - argv[i]), std::string(eq + 1));
   }
   if (sets.empty()) return Usage("set_param: give NAME=VALUE");
-  auto conn = ConnectMgs(mgs);
-  if (!conn.ok()) {
-    std::fprintf(stderr, "lctl: cannot reach the MGS: %s\n", conn.status().ToString().c_str());
-    return ExitCode(conn.status());
-  }
-  client::Client* c = conn->get();
+  std::unique_ptr<client::Client> conn;
+  if (int rc = ConnectOrReport(mgs, &conn); rc != 0) return rc;
+  client::Client* c = conn.get();
   int rc = 0;
   for (const auto& [name, value] : sets) {
     proto::SetParamRequest req;

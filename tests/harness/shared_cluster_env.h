@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <string>
 
 #include "client/client.h"
 #include "tests/harness/client_util.h"
@@ -52,6 +53,27 @@ class SharedClusterEnv : public ::testing::Environment {
   client::Client** const client_out_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<client::Client> client_;
+};
+
+// A test on mount point 0 of a shared cluster: skips when there is no FUSE or the cluster
+// did not start. P("a/b") is that path under the mount.
+class MountedClusterTest : public ::testing::Test {
+ protected:
+  explicit MountedClusterTest(Cluster* const* cluster, client::Client* const* client)
+      : cluster_(cluster), client_(client) {}
+
+  void SetUp() override {
+    if (!HaveFuse()) GTEST_SKIP() << "no /dev/fuse on this machine";
+    if (*client_ == nullptr) GTEST_SKIP() << "cluster did not start";
+    mnt_ = (*cluster_)->mount_point(0);
+  }
+  std::string P(const std::string& rel) const { return mnt_ + "/" + rel; }
+
+  std::string mnt_;
+
+ private:
+  Cluster* const* cluster_;
+  client::Client* const* client_;
 };
 
 }  // namespace stria::testing
