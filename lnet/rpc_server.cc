@@ -223,7 +223,12 @@ class RpcServer::Impl {
         }
         if (c->got == 0 && c->phase == Conn::Phase::kHeader) c->frame_started = Clock::now();
         c->got += static_cast<size_t>(n);
-        if (static_cast<size_t>(n) < want) continue;
+        if (static_cast<size_t>(n) < want) {
+          // The socket is drained for now: wait for epoll rather than paying for a recv
+          // that would only say EAGAIN (one per chunk of every bulk frame otherwise).
+          Rearm(*c);
+          return;
+        }
       }
       // The current phase is complete.
       if (c->phase == Conn::Phase::kHeader) {
