@@ -42,8 +42,10 @@ class Client {
   // The filesystem configuration; refresh=true asks the MGS again (e.g. after an OST moved).
   virtual Result<proto::FsConfig> GetConfig(bool refresh = false) = 0;
 
-  // One MDS/MGS RPC (opcodes OP_MGS_* and OP_MDS_*).
-  virtual Status MdsCallRaw(proto::Opcode op, std::string_view req, std::string* rep) = 0;
+  // One MDS/MGS RPC (opcodes OP_MGS_* and OP_MDS_*). retry_deadline_ms >= 0 bounds the
+  // resends of this call (else ClientConfig::rpc.retry_deadline_ms).
+  virtual Status MdsCallRaw(proto::Opcode op, std::string_view req, std::string* rep,
+                            int retry_deadline_ms = -1) = 0;
   template <typename Req, typename Rep>
   Status MdsCall(proto::Opcode op, const Req& req, Rep* rep) {
     std::string body, reply;

@@ -9,6 +9,7 @@ std::string_view CodeName(Code code) {
   switch (code) {
     case Code::kOk: return "OK";
     case Code::kPerm: return "EPERM";
+    case Code::kIntr: return "EINTR";
     case Code::kNoEnt: return "ENOENT";
     case Code::kIO: return "EIO";
     case Code::kBadF: return "EBADF";

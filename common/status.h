@@ -23,6 +23,7 @@ enum class Code : int32_t {
   // 1-999: POSIX-shaped filesystem errors; the value is the Linux errno it becomes.
   kPerm = 1,             // EPERM
   kNoEnt = 2,            // ENOENT
+  kIntr = 4,             // EINTR
   kIO = 5,               // EIO
   kBadF = 9,             // EBADF
   kAgain = 11,           // EAGAIN

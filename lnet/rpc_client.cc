@@ -56,9 +56,10 @@ class RpcClient::Impl {
   void set_retry_deadline_ms(int ms) { retry_deadline_ms_ = ms; }
 
   Status Call(uint16_t opcode, std::string_view request, std::string* reply,
-              const CallBulk& bulk) {
+              const CallBulk& bulk, int retry_deadline_ms) {
     const uint64_t xid = next_xid_.fetch_add(1);
-    const auto give_up = Clock::now() + std::chrono::milliseconds(retry_deadline_ms_.load());
+    const int deadline_ms = retry_deadline_ms >= 0 ? retry_deadline_ms : retry_deadline_ms_.load();
+    const auto give_up = Clock::now() + std::chrono::milliseconds(deadline_ms);
     auto backoff = std::chrono::milliseconds(20);
     int attempts = 0;
     for (;;) {
@@ -216,8 +217,8 @@ RpcClient::RpcClient(Nid peer, ClientOptions options)
 RpcClient::~RpcClient() = default;
 const Nid& RpcClient::peer() const { return impl_->peer(); }
 Status RpcClient::CallRaw(uint16_t opcode, std::string_view request, std::string* reply,
-                          const CallBulk& bulk) {
-  return impl_->Call(opcode, request, reply, bulk);
+                          const CallBulk& bulk, int retry_deadline_ms) {
+  return impl_->Call(opcode, request, reply, bulk, retry_deadline_ms);
 }
 void RpcClient::set_retry_deadline_ms(int ms) { impl_->set_retry_deadline_ms(ms); }
 

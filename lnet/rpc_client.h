@@ -56,9 +56,10 @@ class RpcClient {
   const Nid& peer() const;
 
   // One exchange with raw bodies. A non-OK status is either the server's reply (its code and
-  // message) or a transport failure after retries.
+  // message) or a transport failure after retries. retry_deadline_ms >= 0 overrides the
+  // option for this call (e.g. a keepalive that must not outlive its period).
   Status CallRaw(uint16_t opcode, std::string_view request, std::string* reply,
-                 const CallBulk& bulk = {});
+                 const CallBulk& bulk = {}, int retry_deadline_ms = -1);
 
   template <typename Req, typename Rep>
   Status Call(uint16_t opcode, const Req& req, Rep* rep, const CallBulk& bulk = {}) {

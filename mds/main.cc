@@ -1,7 +1,7 @@
 // stria-mds: the metadata server and management service (MGS) of one Stria filesystem.
 //
 //   stria-mds --fsname NAME --data DIR [--listen NID] [--port-file FILE] [--threads N]
-//             [--log-level LVL] [--root-squash UID:GID]
+//             [--log-level LVL] [--root-squash UID:GID] [--client-lease-ms MS]
 //
 // Formats DIR on first use; refuses a DIR of another filesystem (exit 1). Stops cleanly on
 // SIGTERM/SIGINT: the RPC server stops (handlers in flight finish), the destroy queue stops,
@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   std::string fsname, data, listen = "0.0.0.0@tcp:988", port_file, log_level;
   int threads = 8;
   std::string root_squash;
+  int lease_ms = 60'000;
   app.add_option("--fsname", fsname, "filesystem name (1-32 characters)")->required();
   app.add_option("--data", data, "RocksDB directory (formatted when empty)")->required();
   app.add_option("--listen", listen, "NID to listen on")->capture_default_str();
@@ -52,6 +53,11 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error");
   app.add_option("--root-squash", root_squash,
                  "UID:GID that requests from root run as (e.g. 65534:65534); off when empty");
+  app.add_option("--client-lease-ms", lease_ms,
+                 "evict a client silent this long (its locks and opens go); also the recovery "
+                 "window after a restart")
+      ->check(CLI::Range(100, 3'600'000))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -91,6 +97,7 @@ int main(int argc, char** argv) {
   stria::mds::NamespaceOptions nopts;
   nopts.data_dir = data;
   nopts.fsname = fsname;
+  nopts.reap_orphans_at_open = false;  // after the recovery window (ClientSessions)
   auto ns = stria::mds::Namespace::Open(nopts, &gateway);
   if (!ns.ok()) {
     fprintf(stderr, "stria-mds: %s\n", ns.status().ToString().c_str());
@@ -106,7 +113,8 @@ int main(int argc, char** argv) {
   sopts.worker_threads = threads;
   sopts.reply_cache_opcodes = stria::mds::MdsService::ReplyCacheOpcodes();
   stria::lnet::RpcServer server(sopts);
-  stria::mds::MdsService service(ns->get(), &queue, service_options);
+  stria::mds::ClientSessions sessions(ns->get(), {.lease_ms = lease_ms});
+  stria::mds::MdsService service(ns->get(), &queue, service_options, &sessions);
   service.Register(&server);
   stria::Status st = server.Start(*nid);
   if (!st.ok()) {
@@ -120,11 +128,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   queue.Start();
+  sessions.Start();
 
   int sig = 0;
   sigwait(&sigs, &sig);
   LOG_INFO("signal {}: stopping", sig);
   server.Stop();
+  sessions.Stop();
   queue.Stop();
   ns->reset();  // closes RocksDB
   LOG_INFO("stopped");

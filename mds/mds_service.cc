@@ -1,6 +1,7 @@
 #include "mds/mds_service.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include "common/log.h"
 #include "mds/ops/ops.h"
@@ -35,10 +36,13 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
   DestroyQueue* queue = kick ? queue_ : nullptr;
   const bool journaled = Journaled(op);
   const MdsServiceOptions options = options_;
+  ClientSessions* sessions = sessions_;
   server->Register<Req, Rep>(
       static_cast<uint16_t>(op),
-      [ns, queue, fn, op, journaled, options](lnet::RpcContext& ctx, const Req& wire_req,
-                                              Rep* rep) -> Status {
+      [ns, queue, fn, op, journaled, options, sessions](lnet::RpcContext& ctx,
+                                                        const Req& wire_req,
+                                                        Rep* rep) -> Status {
+        if (sessions) sessions->Touch(ctx.client_uuid);
         Req storage;
         const Req& req = Squashed(wire_req, options, &storage);
         Status st;
@@ -58,8 +62,15 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         }
         if (!st.ok()) {
           LOG_DEBUG("{} from {}: {}", proto::Opcode_Name(op), ctx.peer, st.ToString());
-        } else if (queue) {
-          queue->Kick();
+          return st;
+        }
+        if (queue) queue->Kick();
+        if (sessions) {
+          if constexpr (std::is_same_v<Req, proto::OpenRequest>) {
+            sessions->Opened(ctx.client_uuid, rep->handle(), req.ino());
+          } else if constexpr (std::is_same_v<Req, proto::CloseRequest>) {
+            sessions->Closed(ctx.client_uuid, req.handle());
+          }
         }
         return st;
       });
@@ -76,7 +87,32 @@ bool MdsService::Journaled(proto::Opcode op) const {
   return std::find(ops.begin(), ops.end(), static_cast<uint16_t>(op)) != ops.end();
 }
 
+void MdsService::RegisterSessionOps(lnet::RpcServer* server) {
+  using namespace proto;  // NOLINT: opcode and message names
+  ClientSessions* sessions = sessions_;
+  Namespace* ns = ns_;
+  server->Register<LockRequest, LockReply>(
+      OP_MDS_LOCK, [sessions](lnet::RpcContext& ctx, const LockRequest& req, LockReply* rep) {
+        return sessions->Lock(ctx.client_uuid, req, rep);
+      });
+  server->Register<KeepaliveRequest, KeepaliveReply>(
+      OP_MDS_KEEPALIVE,
+      [sessions](lnet::RpcContext& ctx, const KeepaliveRequest&, KeepaliveReply* rep) {
+        sessions->Touch(ctx.client_uuid);
+        sessions->FillKeepalive(rep);
+        return Status::Ok();
+      });
+  server->Register<ReopenRequest, ReopenReply>(
+      OP_MDS_REOPEN,
+      [sessions, ns](lnet::RpcContext& ctx, const ReopenRequest& req, ReopenReply* rep) {
+        STRIA_RETURN_IF_ERROR(Reopen(*ns, req, rep));
+        sessions->Opened(ctx.client_uuid, req.handle(), req.ino());
+        return Status::Ok();
+      });
+}
+
 void MdsService::Register(lnet::RpcServer* server) {
+  if (sessions_) RegisterSessionOps(server);
   using namespace proto;  // NOLINT: opcode and message names
   Add(server, OP_MGS_REGISTER_OST, &RegisterOst);
   Add(server, OP_MGS_GET_CONFIG, &GetConfig);

@@ -7,7 +7,9 @@
 // per (client uuid, xid): the server's in-memory reply cache covers resends while it runs
 // (set ServerOptions::reply_cache_opcodes = ReplyCacheOpcodes()), and the reply journal
 // (mds/reply_journal.h) persists each reply with its change so resends after a restart are
-// answered from RocksDB. Thread-safety: Register before the server starts; the handlers are
+// answered from RocksDB. With ClientSessions, every request renews its client's lease and
+// opens/closes are recorded per client; OP_MDS_LOCK, OP_MDS_KEEPALIVE and OP_MDS_REOPEN are
+// served from them (mds/client_sessions.h). Thread-safety: Register before the server starts; the handlers are
 // thread-safe.
 #pragma once
 
@@ -15,6 +17,7 @@
 #include <vector>
 
 #include "lnet/rpc_server.h"
+#include "mds/client_sessions.h"
 #include "mds/destroy_queue.h"
 #include "mds/namespace.h"
 
@@ -29,9 +32,11 @@ struct MdsServiceOptions {
 
 class MdsService {
  public:
-  // ns must outlive the server; queue may be null.
-  MdsService(Namespace* ns, DestroyQueue* queue, MdsServiceOptions options = {})
-      : ns_(ns), queue_(queue), options_(options) {}
+  // ns must outlive the server; queue may be null; sessions may be null (then no leases,
+  // advisory locks or reopens are served).
+  MdsService(Namespace* ns, DestroyQueue* queue, MdsServiceOptions options = {},
+             ClientSessions* sessions = nullptr)
+      : ns_(ns), queue_(queue), options_(options), sessions_(sessions) {}
 
   void Register(lnet::RpcServer* server);
 
@@ -43,10 +48,12 @@ class MdsService {
   void Add(lnet::RpcServer* server, proto::Opcode op,
            Status (*fn)(Namespace&, const Req&, Rep*), bool kick = false);
   bool Journaled(proto::Opcode op) const;
+  void RegisterSessionOps(lnet::RpcServer* server);
 
   Namespace* ns_;
   DestroyQueue* queue_;
   MdsServiceOptions options_;
+  ClientSessions* sessions_;
 };
 
 }  // namespace stria::mds

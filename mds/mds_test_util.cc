@@ -64,11 +64,12 @@ proto::Credentials User(uint32_t uid, uint32_t gid, std::vector<uint32_t> groups
 
 MdsFixture::MdsFixture(std::string fsname) : fsname_(std::move(fsname)) { Reopen(); }
 
-void MdsFixture::Reopen() {
+void MdsFixture::Reopen(bool reap_orphans) {
   ns_.reset();
   NamespaceOptions o;
   o.data_dir = tmp_.path() + "/db";
   o.fsname = fsname_;
+  o.reap_orphans_at_open = reap_orphans;
   auto r = Namespace::Open(o, &gateway_);
   if (!r.ok()) {
     ADD_FAILURE() << r.status().ToString();

@@ -53,7 +53,8 @@ class MdsFixture {
   Namespace& ns() { return *ns_; }
   RecordingGateway& gateway() { return gateway_; }
   const std::string& dir() const { return tmp_.path() ; }
-  void Reopen();
+  // reap_orphans=false leaves files unlinked while open for ReapOrphans (as stria-mds does).
+  void Reopen(bool reap_orphans = true);
   // Registers OSTs 0..n-1 (uuid "ost<i>", nid "127.0.0.1@tcp:<9000+i>").
   void AddOsts(int n);
 

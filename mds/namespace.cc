@@ -82,7 +82,9 @@ Result<std::unique_ptr<Namespace>> Namespace::Open(const NamespaceOptions& optio
   }
   ns->fsname_ = options.fsname;
   STRIA_RETURN_IF_ERROR(ns->Load());
-  STRIA_RETURN_IF_ERROR(ns->ReapOrphans());
+  // Handles of this run start far from those of earlier runs, which clients may reopen.
+  ns->next_handle_ = static_cast<uint64_t>(NowNs()) << 8;
+  if (options.reap_orphans_at_open) STRIA_RETURN_IF_ERROR(ns->ReapOrphans());
   return ns;
 }
 
@@ -156,7 +158,6 @@ Status Namespace::Load() {
 }
 
 Status Namespace::ReapOrphans() {
-  // No handle survives a restart: files unlinked while open are removed now.
   std::vector<uint64_t> orphans;
   const std::string prefix(1, kPrefixOrphan);
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions()));
@@ -166,12 +167,15 @@ Status Namespace::ReapOrphans() {
   STRIA_RETURN_IF_ERROR(FromRocks(it->status(), "scan orphans"));
   if (orphans.empty()) return Status::Ok();
   std::lock_guard lock(mutex_);
+  std::lock_guard open_lock(open_mu_);
+  std::erase_if(orphans, [&](uint64_t ino) { return IsOpenLocked(ino); });
+  if (orphans.empty()) return Status::Ok();
   Txn txn(this);
   for (uint64_t ino : orphans) {
     txn.batch().Delete(OrphanKey(ino));
     if (txn.Inode(ino).ok()) txn.RemoveInode(ino);
   }
-  LOG_INFO("removed {} files unlinked while open before the restart", orphans.size());
+  LOG_INFO("removed {} files unlinked while open that no client reopened", orphans.size());
   return txn.Commit();
 }
 
@@ -181,6 +185,13 @@ uint64_t Namespace::RegisterOpenLocked(uint64_t ino, bool track) {
   handles_[h] = ino;
   open_counts_[ino]++;
   return h;
+}
+
+bool Namespace::RestoreHandleLocked(uint64_t handle, uint64_t ino) {
+  auto [it, inserted] = handles_.emplace(handle, ino);
+  if (!inserted) return it->second == ino;
+  open_counts_[ino]++;
+  return true;
 }
 
 bool Namespace::ReleaseHandleLocked(uint64_t handle, uint64_t ino) {

@@ -69,6 +69,9 @@ struct NamespaceOptions {
   std::string data_dir;     // the RocksDB directory; formatted when empty or missing
   std::string fsname;       // must match the stored name of an existing filesystem
   bool format_if_empty = true;
+  // Remove files unlinked while open at Open(). The MDS defers this (ReapOrphans) until
+  // its recovery window has let clients reopen what they still hold (mds/client_sessions.h).
+  bool reap_orphans_at_open = true;
 };
 
 class Namespace {
@@ -123,6 +126,13 @@ class Namespace {
   bool ReleaseHandleLocked(uint64_t handle, uint64_t ino);
   // REQUIRES: open_mutex() held.
   bool IsOpenLocked(uint64_t ino) const { return open_counts_.count(ino) != 0; }
+  // REQUIRES: open_mutex() held. Registers `handle` on `ino` as granted before a restart
+  // (a client's reopen); false when that handle number is already in use for another inode.
+  bool RestoreHandleLocked(uint64_t handle, uint64_t ino);
+
+  // Removes the files unlinked while open that no handle holds now (their objects go to the
+  // destroy queue's owner: the inode records are removed with their layouts).
+  Status ReapOrphans();
 
   // Writes one batch durably (sync = true). Any failure is kDbError.
   // sync=false only for changes that are safe to lose in a crash (the destroy queue's
@@ -137,7 +147,6 @@ class Namespace {
   Namespace() = default;
   Status Format(const std::string& fsname);
   Status Load();
-  Status ReapOrphans();
 
   std::unique_ptr<rocksdb::DB> db_;
   std::string fsname_;

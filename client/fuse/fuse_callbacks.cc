@@ -159,10 +159,14 @@ void Write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t 
 }
 
 void Flush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  ReplyErr(req, Fs(req)->DoFlush(req, Fh(fi)));
+  Status s = Fs(req)->DoFlush(req, Fh(fi));
+  // close(2) of any descriptor drops the process's fcntl locks on the file (POSIX).
+  Fs(req)->ReleaseLocks(ino, fi->lock_owner, LockKind::kPosix);
+  ReplyErr(req, s);
 }
 
 void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (fi->flock_release) Fs(req)->ReleaseLocks(ino, fi->lock_owner, LockKind::kFlock);
   // The kernel ignores release errors; DoRelease logs them.
   Fs(req)->DoRelease(req, Fh(fi)).IgnoreError();
   fuse_reply_err(req, 0);
@@ -170,6 +174,20 @@ void Release(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void Fsync(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
   ReplyErr(req, Fs(req)->DoFsync(req, Fh(fi), datasync != 0));
+}
+
+void Getlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock) {
+  Status s = Fs(req)->DoGetlk(req, ino, fi, lock);
+  if (!s.ok()) return ReplyErr(req, s);
+  fuse_reply_lock(req, lock);
+}
+
+void Setlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock, int sleep) {
+  ReplyErr(req, Fs(req)->DoSetlk(req, ino, fi, *lock, sleep != 0));
+}
+
+void Flock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
+  ReplyErr(req, Fs(req)->DoFlock(req, ino, fi, op));
 }
 
 void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
@@ -281,6 +299,9 @@ fuse_lowlevel_ops MakeOps() {
   ops.listxattr = Listxattr;
   ops.removexattr = Removexattr;
   ops.access = Access;
+  ops.getlk = Getlk;
+  ops.setlk = Setlk;
+  ops.flock = Flock;
   return ops;
 }
 

@@ -72,6 +72,7 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_cr
   if (!unchanged && !just_created && session_ != nullptr) {
     fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);  // attributes only
   }
+  if (mds_session_ != nullptr && mds_handle != 0) mds_session_->Opened(mds_handle, ino);
   fi->fh = reinterpret_cast<uint64_t>(fh.release());
   fi->keep_cache = unchanged ? 1 : 0;
   fi->direct_io = 0;
@@ -152,6 +153,9 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   }
   proto::AttrReply rep;
   Status st = client_->MdsCall(proto::OP_MDS_CLOSE, cr, &rep);
+  if (close && mds_session_ != nullptr && fh->mds_handle != 0) {
+    mds_session_->Closed(fh->mds_handle);
+  }
   if (!st.ok()) {
     if (dirty) fh->dirty.store(true);  // report again at the next chance
     return st;

@@ -46,10 +46,12 @@ void StriaFs::Init(fuse_conn_info* conn) {
   want(FUSE_CAP_READDIRPLUS);
   want(FUSE_CAP_READDIRPLUS_AUTO);
   want(FUSE_CAP_AUTO_INVAL_DATA);
-  // Off: writeback caching (close-to-open is ours), splice (no measured gain), local locks
-  // only (no lock callbacks).
+  // fcntl and flock locks go to the MDS (fuse_lock_ops.cc), so mounts exclude each other.
+  want(FUSE_CAP_POSIX_LOCKS);
+  want(FUSE_CAP_FLOCK_LOCKS);
+  // Off: writeback caching (close-to-open is ours), splice (no measured gain).
   conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
-                  FUSE_CAP_SPLICE_MOVE | FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+                  FUSE_CAP_SPLICE_MOVE);
   LOG_INFO("FUSE init: max_write {} KiB, max_readahead {} KiB, want 0x{:x}",
            conn->max_write >> 10, conn->max_readahead >> 10, conn->want);
 }

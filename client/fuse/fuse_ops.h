@@ -24,6 +24,7 @@
 #include <string>
 
 #include "client/client.h"
+#include "client/session.h"
 #include "client/fuse/file_handle.h"
 #include "client/fuse/inode_table.h"
 #include "common/status.h"
@@ -47,6 +48,8 @@ class StriaFs {
 
   // The session, for notifications to the kernel (set once, before the loop starts).
   void set_session(fuse_session* se) { session_ = se; }
+  // The client's MDS session (leases, locks, replay); without one, locks fail with ENOSYS.
+  void set_mds_session(ClientSession* s) { mds_session_ = s; }
 
   Client* client() { return client_; }
   InodeTable& inodes() { return inodes_; }
@@ -87,6 +90,14 @@ class StriaFs {
   Status DoRelease(fuse_req_t req, FileHandle* fh);
   Status DoFsync(fuse_req_t req, FileHandle* fh, bool datasync);
 
+  // ---- advisory locks (fuse_lock_ops.cc) ----
+  Status DoGetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi, struct flock* lock);
+  Status DoSetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
+                 const struct flock& lock, bool wait);
+  Status DoFlock(fuse_req_t req, uint64_t ino, const fuse_file_info* fi, int op);
+  // Drops `owner`'s locks of `kind` on `ino` if this client holds any (close, release).
+  void ReleaseLocks(uint64_t ino, uint64_t owner, LockKind kind);
+
   // ---- directories (fuse_dir_ops.cc) ----
   Status DoOpendir(fuse_req_t req, uint64_t ino, fuse_file_info* fi);
   // Fills out (at most `size` bytes) with entries from index `offset` on.
@@ -109,10 +120,13 @@ class StriaFs {
   Status Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout, uint64_t size,
                   proto::SetattrRequest* sr, proto::AttrReply* rep);
   Status FetchDirPage(fuse_req_t req, DirHandle* dh, bool plus);
+  // One lock request; with wait, retried with backoff while it conflicts (EINTR on signal).
+  Status LockWithWait(fuse_req_t req, const proto::LockRequest& lr, bool wait);
 
   Client* const client_;
   const FsOptions options_;
   fuse_session* session_ = nullptr;
+  ClientSession* mds_session_ = nullptr;
   InodeTable inodes_;
   // Runs write-behind (client/fuse/write_behind.h); declared last so it is joined first.
   internal::ThreadPool write_pool_{4};

@@ -144,6 +144,11 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
     }
   }
 
+  // The lease, locks and open-file replay after an MDS restart (client/session.h).
+  ClientSession mds_session(client->get());
+  mds_session.Start();
+  fs.set_mds_session(&mds_session);
+
   fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(loop, 0);
   fuse_loop_cfg_set_max_threads(loop, static_cast<unsigned>(mo.max_threads));

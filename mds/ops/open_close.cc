@@ -3,6 +3,9 @@
 // the attributes, the layout and a handle number. O_TRUNC does not truncate here: the
 // client truncates the objects and sends SETATTR_SIZE.
 // A regular file unlinked while open stays (nlink 0, an orphan) until its last close.
+// OP_MDS_REOPEN: a client replays a handle it was granted before an MDS restart, so a file
+// unlinked while open survives the restart (the MDS reaps orphans only after its recovery
+// window). ENOENT when the file is gone; EBUSY when the handle number is taken.
 // OP_MDS_CLOSE: when the client wrote, size = max(size, reported size), mtime = the
 // reported write time (now when absent), ctime = now, and a non-root writer clears
 // S_ISUID/S_ISGID as write(2) does.
@@ -34,6 +37,16 @@ Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep)
   STRIA_RETURN_IF_ERROR(CheckAccess(rec.attr, req.cred(), mask));
   FillReply(rec, rep->mutable_attr(), rep->mutable_layout());
   rep->set_handle(ns.RegisterOpenLocked(req.ino(), rec.is_reg()));
+  return Status::Ok();
+}
+
+Status Reopen(Namespace& ns, const proto::ReopenRequest& req, proto::ReopenReply*) {
+  std::lock_guard open_lock(ns.open_mutex());
+  STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns.GetInode(req.ino()));
+  if (!rec.is_reg()) return Status::Ok();  // only regular files' handles are tracked
+  if (!ns.RestoreHandleLocked(req.handle(), req.ino())) {
+    return Status(Code::kBusy, "handle already in use for another file");
+  }
   return Status::Ok();
 }
 

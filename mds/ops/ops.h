@@ -30,6 +30,7 @@ Status Listxattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrRepl
 Status Removexattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrReply* rep);
 Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep);
 Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* rep);
+Status Reopen(Namespace& ns, const proto::ReopenRequest& req, proto::ReopenReply* rep);
 Status SetDefaultLayout(Namespace& ns, const proto::SetDefaultLayoutRequest& req,
                         proto::SetDefaultLayoutReply* rep);
 Status GetDefaultLayout(Namespace& ns, const proto::GetDefaultLayoutRequest& req,

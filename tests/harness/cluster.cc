@@ -425,6 +425,7 @@ Status Cluster::StartMds() {
                                    "--data", dir_ + "/mds",
                                    "--listen", "127.0.0.1@tcp:" + std::to_string(mds_port_),
                                    "--port-file", port_file};
+  argv.insert(argv.end(), options_.mds_args.begin(), options_.mds_args.end());
   STRIA_ASSIGN_OR_RETURN(mds_.pid, Spawn(argv, mds_log()));
   uint16_t port = 0;
   Status st = WaitForPortFile(port_file, mds_, "stria-mds", &port);

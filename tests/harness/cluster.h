@@ -37,6 +37,7 @@ struct ClusterOptions {
   bool mount = true;        // Start() also mounts mount point 0
   std::string tag = "cluster";  // part of the temporary directory's name
   std::vector<std::string> fuse_options;  // extra -o options for stria-fuse
+  std::vector<std::string> mds_args;      // extra stria-mds arguments (--client-lease-ms 2000)
   int start_timeout_ms = 60'000;          // how long to wait for a daemon or mount to come up
 };
 
