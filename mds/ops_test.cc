@@ -268,6 +268,14 @@ TEST(OpenCloseTest, AccessAndSize) {
   close.set_size(100);  // a smaller report never shrinks the file
   ASSERT_TRUE(Close(f.ns(), close, &crep).ok());
   EXPECT_EQ(f.Getattr(ino).size(), 5000u);
+  // ctime is the write's time, as reported, not the time of the report; never backwards.
+  const int64_t ctime0 = f.Getattr(ino).ctime_ns();
+  close.set_mtime_ns(ctime0 + 1'000);
+  ASSERT_TRUE(Close(f.ns(), close, &crep).ok());
+  EXPECT_EQ(f.Getattr(ino).ctime_ns(), ctime0 + 1'000);
+  close.set_mtime_ns(ctime0 - 5'000);
+  ASSERT_TRUE(Close(f.ns(), close, &crep).ok());
+  EXPECT_EQ(f.Getattr(ino).ctime_ns(), ctime0 + 1'000);
   close.set_wrote(false);
   close.set_size(9999);
   ASSERT_TRUE(Close(f.ns(), close, &crep).ok());

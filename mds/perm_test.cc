@@ -112,6 +112,32 @@ TEST(PermTest, ChmodByNonMemberDropsSetgid) {
   EXPECT_EQ(rep.attr().mode() & 07777, 0755u);
 }
 
+TEST(PermTest, WriterMayOnlyClearSuidSgid) {
+  // What the kernel sends when a non-owner writes or truncates a set-id file (FUSE without
+  // handle_killpriv): a mode change that only clears S_ISUID/S_ISGID.
+  MdsFixture f;
+  f.AddOsts(1);
+  auto home = f.Mkdir(kRootIno, "home", 0777);
+  f.Mkfile(home.attr().ino(), "w", 06777);
+  f.Mkfile(home.attr().ino(), "r", 06755);
+  auto setmode = [&](const char* name, uint32_t mode, const proto::Credentials& cred) {
+    proto::SetattrRequest req;
+    req.set_ino(f.Lookup(home.attr().ino(), name)->ino());
+    *req.mutable_cred() = cred;
+    req.set_valid(proto::SETATTR_MODE);
+    req.mutable_attr()->set_mode(mode);
+    proto::AttrReply rep;
+    Status st = Setattr(f.ns(), req, &rep);
+    return st.ok() ? Result<uint32_t>(rep.attr().mode() & 07777) : Result<uint32_t>(st);
+  };
+  EXPECT_EQ(setmode("w", 0777, kEve).status().code(), Code::kOk);
+  EXPECT_EQ(*setmode("w", 0777, kEve), 0777u);
+  EXPECT_EQ(setmode("w", 0775, kEve).status().code(), Code::kPerm) << "other bits: owner only";
+  EXPECT_EQ(setmode("w", 04777, kEve).status().code(), Code::kPerm) << "setting: owner only";
+  EXPECT_EQ(setmode("r", 0755, kEve).status().code(), Code::kAccess) << "needs write permission";
+  EXPECT_EQ(*setmode("r", 0755, Root()), 0755u);
+}
+
 TEST(PermTest, StickyDirectory) {
   MdsFixture f;
   f.AddOsts(1);

@@ -1,6 +1,6 @@
 // Real syscalls on a real stria-fuse mount: striped file data of awkward sizes, every
 // namespace operation with its POSIX errors, attributes, xattrs, statfs, a 3,000-entry
-// readdir, and close-to-open consistency between two mounts of the same filesystem.
+// readdir and offsets past 4 GiB (two mounts: tests/fuse_multiclient_test.cc).
 // One cluster (MDS + 2 OSS x 2 OSTs) is shared by every test in this file; each test works
 // in its own directory.
 #include <dirent.h>
@@ -37,7 +37,6 @@ ClusterOptions FuseEnvOptions() {
   ClusterOptions o;
   o.tag = "posix";
   o.fsname = "posixfs";
-  o.num_mounts = 2;
   return o;
 }
 
@@ -423,42 +422,6 @@ TEST_F(FusePosixTest, Statfs) {
       << "statfs on the mount is the sum of the OSTs";
 }
 
-TEST_F(FusePosixTest, CloseToOpenAcrossTwoMounts) {
-  MakeStripedDir("cto");
-  Status st = g_cluster->Mount(1);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  std::string m0 = P("cto/f"), m1 = g_cluster->mount_point(1) + "/cto/f";
-  auto a = Pattern(4 * kS + 3, 21);
-  ASSERT_EQ(WriteFile(m0, a, 65536 + 1), 0);
-  struct stat s1 = Stat(m1);
-  EXPECT_EQ(s1.st_size, static_cast<off_t>(a.size()));
-  std::vector<uint8_t> got;
-  ASSERT_EQ(ReadFile(m1, &got), 0);
-  EXPECT_EQ(FirstDiff(got, a), -1);
-
-  // The other way round, after mount 0 has the file's pages and attributes cached.
-  auto b = Pattern(2 * kS + 77, 22);
-  int fd = open(m1.c_str(), O_WRONLY | O_TRUNC);
-  ASSERT_GE(fd, 0) << strerror(errno);
-  ASSERT_EQ(PWriteAll(fd, b.data(), b.size(), 0), 0);
-  ASSERT_EQ(close(fd), 0);
-  fd = open(m0.c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  struct stat s0 {};
-  ASSERT_EQ(fstat(fd, &s0), 0);
-  EXPECT_EQ(s0.st_size, static_cast<off_t>(b.size())) << "size after open on the other mount";
-  close(fd);
-  ASSERT_EQ(ReadFile(m0, &got), 0);
-  EXPECT_EQ(FirstDiff(got, b), -1);
-
-  // A file created on one mount is visible by name on the other.
-  ASSERT_EQ(WriteFile(g_cluster->mount_point(1) + "/cto/new", a), 0);
-  ASSERT_EQ(ReadFile(P("cto/new"), &got), 0);
-  EXPECT_EQ(FirstDiff(got, a), -1);
-  st = g_cluster->Unmount(1);
-  EXPECT_TRUE(st.ok()) << st.ToString();
-}
-
 TEST_F(FusePosixTest, OffsetsBeyondFourGiB) {
   MakeStripedDir("huge");
   std::string f = P("huge/f");
@@ -478,36 +441,6 @@ TEST_F(FusePosixTest, OffsetsBeyondFourGiB) {
   ASSERT_EQ(pread(fd, hole.data(), hole.size(), 3ll << 30), 4096);
   EXPECT_TRUE(std::all_of(hole.begin(), hole.end(), [](uint8_t b) { return b == 0; }));
   close(fd);
-}
-
-TEST_F(FusePosixTest, DisjointWritersOnTwoMountsToOneFile) {
-  // The N-to-1 checkpoint pattern: two clients write disjoint halves of one shared file,
-  // both open at once; after both close, the file has every byte and the full size.
-  MakeStripedDir("n21");
-  Status st = g_cluster->Mount(1);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  std::string f0 = P("n21/shared"), f1 = g_cluster->mount_point(1) + "/n21/shared";
-  int fd0 = open(f0.c_str(), O_CREAT | O_WRONLY, 0644);
-  ASSERT_GE(fd0, 0) << strerror(errno);
-  int fd1 = open(f1.c_str(), O_WRONLY);
-  ASSERT_GE(fd1, 0) << strerror(errno);
-  const size_t half = 4 * kS + 1000;  // not stripe aligned
-  auto all = Pattern(2 * half, 41);
-  // The second half first, from the other mount, so the first writer's idea of the size
-  // is smaller than the file's.
-  ASSERT_EQ(PWriteAll(fd1, all.data() + half, half, half), 0);
-  ASSERT_EQ(PWriteAll(fd0, all.data(), half, 0), 0);
-  ASSERT_EQ(close(fd1), 0);
-  ASSERT_EQ(close(fd0), 0);
-  for (const auto& f : {f0, f1}) {
-    SCOPED_TRACE(f);
-    std::vector<uint8_t> got;
-    ASSERT_EQ(ReadFile(f, &got), 0);
-    EXPECT_EQ(got.size(), all.size());
-    EXPECT_EQ(FirstDiff(got, all), -1);
-  }
-  st = g_cluster->Unmount(1);
-  EXPECT_TRUE(st.ok()) << st.ToString();
 }
 
 }  // namespace

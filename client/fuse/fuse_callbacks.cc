@@ -190,6 +190,13 @@ void Flock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
   ReplyErr(req, Fs(req)->DoFlock(req, ino, fi, op));
 }
 
+void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+               fuse_file_info* fi) {
+  if (offset < 0 || length <= 0) return ReplyErr(req, Status(Code::kInval, "bad range"));
+  ReplyErr(req, Fs(req)->DoFallocate(req, Fh(fi), mode, static_cast<uint64_t>(offset),
+                                     static_cast<uint64_t>(length)));
+}
+
 void Opendir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   Status s = Fs(req)->DoOpendir(req, ino, fi);
   if (!s.ok()) return ReplyErr(req, s);
@@ -288,6 +295,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.flush = Flush;
   ops.release = Release;
   ops.fsync = Fsync;
+  ops.fallocate = Fallocate;
   ops.opendir = Opendir;
   ops.readdir = Readdir;
   ops.readdirplus = Readdirplus;

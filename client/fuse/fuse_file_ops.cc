@@ -126,6 +126,7 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   }
   fh->inode->NoteWrite(offset + data.size());
   fh->mtime_ns.store(NowNs());
+  fh->inode->write_time_ns.store(fh->mtime_ns.load());
   fh->wrote.store(true);
   fh->dirty.store(true);
   // O_SYNC/O_DSYNC: the data is durable on the OSTs (sync write); make the size durable too.

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "client/fuse/fuse_util.h"
+#include "common/layout.h"
 #include "common/log.h"
 
 namespace stria::client::fuse {
@@ -94,6 +95,13 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
     size = inode->ReportedSize(size);
   }
   *st = AttrToStat(rep.attr(), size);
+  if (auto inode = inodes_.Get(ino); inode && inode->writers.load() > 0) {
+    // Writes not yet reported to the MDS still change mtime and ctime (POSIX write(2)).
+    const int64_t w = inode->write_time_ns.load();
+    const timespec ts{static_cast<time_t>(w / 1'000'000'000), static_cast<long>(w % 1'000'000'000)};
+    if (w > TimespecToNs(st->st_mtim)) st->st_mtim = ts;
+    if (w > TimespecToNs(st->st_ctim)) st->st_ctim = ts;
+  }
   return Status::Ok();
 }
 
@@ -163,6 +171,9 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
   proto::AttrReply rep;
   if (to_set & FUSE_SET_ATTR_SIZE) {
     if (attr.st_size < 0) return Status(Code::kInval, "negative size");
+    if (static_cast<uint64_t>(attr.st_size) > kMaxFileSize) {
+      return Status(Code::kFBig, "size beyond the maximum file size");
+    }
     const auto size = static_cast<uint64_t>(attr.st_size);
     proto::Layout layout;
     if (fh != nullptr) {

@@ -9,7 +9,8 @@
 // fsync and release (OP_MDS_CLOSE); getattr on a file this client has open for writing shows
 // max(MDS size, highest end written here); reads clamp to the size this client knows. No
 // writeback cache; entry/attr timeouts 1 s, no negative caching. Permissions are enforced
-// by the MDS (no default_permissions).
+// by the MDS; the kernel checks the mode bits as well (default_permissions), so a path walk
+// through cached dentries still needs search permission.
 //
 // Thread-safety: callbacks run concurrently on libfuse's worker threads. The inode table is
 // sharded; reads and writes touch only their file handle and its Inode (atomics), so the
@@ -89,6 +90,9 @@ class StriaFs {
   Status DoFlush(fuse_req_t req, FileHandle* fh);
   Status DoRelease(fuse_req_t req, FileHandle* fh);
   Status DoFsync(fuse_req_t req, FileHandle* fh, bool datasync);
+  // fallocate(2) modes 0, KEEP_SIZE and PUNCH_HOLE|KEEP_SIZE (fuse_fallocate.cc).
+  Status DoFallocate(fuse_req_t req, FileHandle* fh, int mode, uint64_t offset,
+                     uint64_t length);
 
   // ---- advisory locks (fuse_lock_ops.cc) ----
   Status DoGetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi, struct flock* lock);

@@ -1,7 +1,8 @@
 // MountOptions: the `-o opt[,opt...]` of stria-fuse / mount.stria, split into Stria's own
 // options and those passed on to libfuse, with the options every Stria mount carries added:
 // fsname=DEVICE and subtype=stria (so /proc/mounts shows `DEVICE DIR fuse.stria`), and
-// allow_other when root mounts (unless noallow_other). fstab-only words (defaults, _netdev,
+// allow_other when root mounts (unless noallow_other), default_permissions (unless
+// nodefault_permissions). fstab-only words (defaults, _netdev,
 // noauto, nofail, user, x-*, comment=...) are dropped.
 //
 // Stria's options:
@@ -12,6 +13,8 @@
 //   log=FILE            the daemon's log once in the background (default: none)
 //   log_level=LEVEL     trace, debug, info, warn, error
 //   noallow_other       do not add allow_other
+//   nodefault_permissions  leave permission checks to the MDS alone (cached dentries then
+//                       skip the search permission of directories)
 // Thread-safety: values.
 #pragma once
 

@@ -8,19 +8,19 @@ namespace {
 TEST(MountOptions, DefaultsForRoot) {
   auto m = ParseMountOptions({}, "127.0.0.1@tcp:988:/training", true);
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->FuseOptString(), "fsname=127.0.0.1@tcp:988:/training,subtype=stria,allow_other");
+  EXPECT_EQ(m->FuseOptString(), "fsname=127.0.0.1@tcp:988:/training,subtype=stria,allow_other,default_permissions");
   EXPECT_EQ(m->io_threads, 16);
 }
 
 TEST(MountOptions, NonRootGetsNoAllowOther) {
   auto m = ParseMountOptions({}, "a@tcp:/fs", false);
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->FuseOptString(), "fsname=a@tcp:/fs,subtype=stria");
+  EXPECT_EQ(m->FuseOptString(), "fsname=a@tcp:/fs,subtype=stria,default_permissions");
 }
 
 TEST(MountOptions, SplitsOursFromFuseAndDropsFstabWords) {
   auto m = ParseMountOptions({"rw,defaults,_netdev,io_threads=4", "max_threads=8,noatime",
-                              "x-systemd.automount,log=/tmp/x.log,noallow_other"},
+                              "x-systemd.automount,log=/tmp/x.log,noallow_other,nodefault_permissions"},
                              "a@tcp,b@tcp:/fs", true);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->io_threads, 4);

@@ -7,11 +7,12 @@
 // unlinked while open survives the restart (the MDS reaps orphans only after its recovery
 // window). ENOENT when the file is gone; EBUSY when the handle number is taken.
 // OP_MDS_CLOSE: when the client wrote, size = max(size, reported size), mtime = the
-// reported write time (now when absent), ctime = now, and a non-root writer clears
+// reported write time (now when absent), ctime = that time (never moving back), and a non-root writer clears
 // S_ISUID/S_ISGID as write(2) does.
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "common/layout.h"
@@ -77,7 +78,9 @@ Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* re
   proto::Attr& a = rec->attr;
   if (req.size() > a.size()) a.set_size(req.size());
   a.set_mtime_ns(req.mtime_ns() > 0 ? req.mtime_ns() : txn.now());
-  a.set_ctime_ns(txn.now());
+  // The write changed the status at the time it was made, not at the report (flush/close may
+  // come later): ctime = the write time, never earlier than the current ctime.
+  a.set_ctime_ns(req.mtime_ns() > 0 ? std::max(req.mtime_ns(), a.ctime_ns()) : txn.now());
   if (req.cred().uid() != 0 && (a.mode() & (S_ISUID | S_ISGID))) {
     uint32_t mode = a.mode() & ~static_cast<uint32_t>(S_ISUID);
     if (mode & S_IXGRP) mode &= ~static_cast<uint32_t>(S_ISGID);

@@ -1,6 +1,7 @@
 // OP_MDS_SETATTR: chmod, chown/chgrp, truncate (size set exactly; the client has already
 // truncated the OST objects) and utimens, with POSIX's permission rules:
-//   mode: owner or root (EPERM); a non-member of the file's group loses S_ISGID.
+//   mode: owner or root (EPERM); a non-member of the file's group loses S_ISGID. A caller
+//   with write permission may only clear S_ISUID/S_ISGID (the kernel's kill-priv on write).
 //   uid: root only (EPERM). gid: root, or the owner to a group it belongs to (EPERM).
 //   chown of a non-directory clears S_ISUID and S_ISGID.
 //   size: write permission (EACCES); EISDIR on directories; EFBIG past kMaxFileSize.
@@ -29,8 +30,15 @@ Status Setattr(Namespace& ns, const proto::SetattrRequest& req, proto::AttrReply
   const bool owner = IsOwnerOrRoot(a, cred);
 
   if (valid & proto::SETATTR_MODE) {
-    if (!owner) return Status(Code::kPerm, "only the owner or root may change the mode");
     uint32_t mode = (a.mode() & S_IFMT) | (in.mode() & 07777);
+    const uint32_t kPriv = S_ISUID | S_ISGID;
+    const bool only_clears_priv = (mode & ~kPriv) == (a.mode() & ~kPriv) && (mode & ~a.mode()) == 0;
+    if (!owner && !only_clears_priv) {
+      return Status(Code::kPerm, "only the owner or root may change the mode");
+    }
+    // The kernel drops S_ISUID/S_ISGID itself when a non-owner writes or truncates (FUSE
+    // without handle_killpriv): allowed to anyone who may write the file.
+    if (!owner) STRIA_RETURN_IF_ERROR(CheckAccess(a, cred, kMayWrite));
     const uint32_t gid = (valid & proto::SETATTR_GID) ? in.gid() : a.gid();
     if (cred.uid() != 0 && !InGroup(cred, gid)) mode &= ~static_cast<uint32_t>(S_ISGID);
     a.set_mode(mode);
