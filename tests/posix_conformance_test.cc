@@ -21,8 +21,8 @@
 //   truncate/ftruncate 25, unlink 20, utimensat/futimens 28, fallocate 22,
 //   ENAMETOOLONG 12, ELOOP 8, sticky dirs 9, setgid dirs 12, suid/sgid clearing 15,
 //   timestamps 27, xattrs 33.
-// Known gaps on Stria (checked on other filesystems only): atime is not updated by read(2);
-// fstat of an open, removed directory says ENOENT.
+// Known gap on Stria (checked on other filesystems only): fstat of an open, removed
+// directory says ENOENT. atime follows relatime and reaches the MDS at close.
 // Not kept (cannot be had here, or not worth the time): EMLINK (65000 links: both ext4 and
 // Stria have the limit, unit-tested in mds/ops_test.cc), EXDEV/EROFS/EBUSY on mount points.
 #include <dirent.h>
@@ -962,11 +962,8 @@ TEST_F(PosixTest, Timestamps) {
   std::vector<uint8_t> got;
   ASSERT_EQ(ReadFile(f, &got), 0);
   struct stat s2 = L(f);
-  // Known gap on Stria: reads go to the OSTs and the MDS never hears of them, so atime is
-  // not updated by read(2) (set by utimensat and at create only).
-  if (!g_is_stria) {
-    EXPECT_TRUE(After(s2.st_atim, s1.st_atim)) << "read updates atime";
-  }
+  // On Stria the read time reaches the MDS at close (relatime).
+  EXPECT_TRUE(After(s2.st_atim, s1.st_atim)) << "read updates atime";
   EXPECT_TRUE(Same(s2.st_mtim, s1.st_mtim));
   EXPECT_TRUE(Same(s2.st_ctim, s1.st_ctim));
   // Opening without writing changes nothing.

@@ -35,6 +35,7 @@ struct FileHandle {
   std::atomic<bool> dirty{false};          // wrote since the last size report
   std::atomic<bool> wrote{false};          // wrote at all
   std::atomic<int64_t> mtime_ns{0};        // time of the last write
+  std::atomic<int64_t> atime_ns{0};        // time of the last read (0: never read)
   std::mutex report_mu;                    // serializes size reports
 };
 

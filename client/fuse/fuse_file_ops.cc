@@ -104,6 +104,7 @@ Status StriaFs::DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint
 
 Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
   STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Drain());  // read what this client wrote
+  fh->atime_ns.store(NowNs());  // reported at close (relatime, mds/ops/open_close.cc)
   const uint64_t size = fh->inode->known_size.load();
   if (offset >= size || fh->layout.objects_size() == 0) return size_t{0};
   return client_->Read(fh->layout, size, offset, buf);
@@ -148,6 +149,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   cr.set_handle(close ? fh->mds_handle : 0);
   // wrote: new writes since the last report (the MDS then takes max(size) and the mtime).
   cr.set_wrote(dirty);
+  if (close) cr.set_atime_ns(fh->atime_ns.load());
   if (dirty) {
     cr.set_size(fh->inode->written_end.load());
     cr.set_mtime_ns(fh->mtime_ns.load());

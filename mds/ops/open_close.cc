@@ -6,7 +6,8 @@
 // OP_MDS_REOPEN: a client replays a handle it was granted before an MDS restart, so a file
 // unlinked while open survives the restart (the MDS reaps orphans only after its recovery
 // window). ENOENT when the file is gone; EBUSY when the handle number is taken.
-// OP_MDS_CLOSE: when the client wrote, size = max(size, reported size), mtime = the
+// OP_MDS_CLOSE: when the handle was read, atime = the read time if relatime asks for it
+// (atime not after mtime or ctime, or a day old). When the client wrote, size = max(size, reported size), mtime = the
 // reported write time (now when absent), ctime = that time (never moving back), and a non-root writer clears
 // S_ISUID/S_ISGID as write(2) does.
 #include <fcntl.h>
@@ -51,6 +52,19 @@ Status Reopen(Namespace& ns, const proto::ReopenRequest& req, proto::ReopenReply
   return Status::Ok();
 }
 
+namespace {
+
+// relatime: a read updates atime only when atime is not newer than mtime or ctime, or is a
+// day old — what Linux mounts do by default, and all that tools like mutt or tmpwatch need.
+bool NeedsAtime(const proto::Attr& a, int64_t read_ns) {
+  constexpr int64_t kDayNs = 24LL * 3600 * 1'000'000'000;
+  if (read_ns <= 0 || read_ns <= a.atime_ns()) return false;
+  return a.atime_ns() <= a.mtime_ns() || a.atime_ns() <= a.ctime_ns() ||
+         read_ns - a.atime_ns() >= kDayNs;
+}
+
+}  // namespace
+
 Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* rep) {
   if (req.size() > kMaxFileSize) return Status(Code::kFBig, "reported size beyond the maximum");
   bool last = false;
@@ -60,7 +74,7 @@ Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* re
   }
   if (!req.wrote()) {
     STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns.GetInode(req.ino()));
-    if (!(last && rec.attr.nlink() == 0)) {
+    if (!(last && rec.attr.nlink() == 0) && !NeedsAtime(rec.attr, req.atime_ns())) {
       FillReply(rec, rep->mutable_attr(), rep->mutable_layout());
       return Status::Ok();
     }
@@ -68,13 +82,17 @@ Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* re
   std::lock_guard lock(ns.mutex());
   Txn txn(&ns);
   STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
-  if (!rec->is_reg()) return Status(Code::kInval, "close with writes on a non-regular file");
+  if (NeedsAtime(rec->attr, req.atime_ns())) {
+    rec->attr.set_atime_ns(req.atime_ns());
+    txn.Dirty(req.ino());
+  }
   if (!req.wrote()) {
-    // The last close of a file unlinked while open: it goes now (unless reopened meanwhile).
     FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
-    txn.DropLastLink(req.ino());
+    // The last close of a file unlinked while open: it goes now (unless reopened meanwhile).
+    if (last && rec->attr.nlink() == 0) txn.DropLastLink(req.ino());
     return txn.Commit();
   }
+  if (!rec->is_reg()) return Status(Code::kInval, "close with writes on a non-regular file");
   proto::Attr& a = rec->attr;
   if (req.size() > a.size()) a.set_size(req.size());
   a.set_mtime_ns(req.mtime_ns() > 0 ? req.mtime_ns() : txn.now());
