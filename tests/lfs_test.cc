@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <memory>
@@ -174,6 +175,44 @@ TEST_F(LfsTest, SetstripeOnNewFileCreatesItWithThatLayout) {
   r = Lfs({"getstripe", "-c", P("nf/f")});
   EXPECT_TRUE(std::regex_search(r.out, std::regex("^\\s*2\\s*$"))) << "layout unchanged\n"
                                                                    << r.out;
+}
+
+// The layout as the lustre.lov xattr (lov_user_md_v1), as Lustre exposes it: a file's
+// objects, a directory's default; setting it on a directory sets the default layout.
+TEST_F(LfsTest, LayoutIsReadableAndSettableAsLustreLovXattr) {
+  ASSERT_EQ(mkdir(P("lov").c_str(), 0755), 0);
+  CommandResult r = Lfs({"setstripe", "-c", "2", "-S", "128K", P("lov")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  ASSERT_EQ(WriteFile(P("lov/f"), Pattern(1000, 1)), 0);
+  auto u32 = [](const std::string& v, size_t off) {
+    uint32_t x = 0;
+    for (int i = 3; i >= 0; --i) x = (x << 8) | static_cast<uint8_t>(v[off + i]);
+    return x;
+  };
+  std::string v(4096, '\0');
+  ssize_t n = getxattr(P("lov/f").c_str(), "lustre.lov", v.data(), v.size());
+  ASSERT_EQ(n, 32 + 2 * 24) << strerror(errno);
+  EXPECT_EQ(u32(v, 0), 0x0BD10BD0u);
+  EXPECT_EQ(u32(v, 24), 128u << 10);
+  EXPECT_EQ(u32(v, 28) & 0xffff, 2u);
+  EXPECT_EQ(getxattr(P("lov/f").c_str(), "lustre.lov", v.data(), 10), -1);
+  EXPECT_EQ(errno, ERANGE);
+
+  // The directory's default, copied onto another directory through the xattr.
+  n = getxattr(P("lov").c_str(), "lustre.lov", v.data(), v.size());
+  ASSERT_EQ(n, 32) << strerror(errno);
+  ASSERT_EQ(mkdir(P("lov2").c_str(), 0755), 0);
+  EXPECT_EQ(getxattr(P("lov2").c_str(), "lustre.lov", v.data(), v.size() - 1), -1);
+  EXPECT_EQ(errno, ENODATA) << "no default layout yet";
+  ASSERT_EQ(setxattr(P("lov2").c_str(), "lustre.lov", v.data(), 32, 0), 0) << strerror(errno);
+  r = Lfs({"getstripe", "-d", P("lov2")});
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("stripe_count:\\s+2\\b"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("stripe_size:\\s+131072\\b"))) << r.out;
+  // Garbage is refused; restoring a file's own layout (tar --xattrs) is accepted.
+  EXPECT_EQ(setxattr(P("lov2").c_str(), "lustre.lov", "garbage", 7, 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+  n = getxattr(P("lov/f").c_str(), "lustre.lov", v.data(), v.size());
+  EXPECT_EQ(setxattr(P("lov/f").c_str(), "lustre.lov", v.data(), static_cast<size_t>(n), 0), 0);
 }
 
 TEST_F(LfsTest, BadInvocationsFail) {

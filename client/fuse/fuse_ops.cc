@@ -3,12 +3,14 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 
 #include <cstring>
 
 #include "client/fuse/fuse_util.h"
+#include "client/lov_xattr.h"
 #include "common/layout.h"
 #include "common/log.h"
 
@@ -297,9 +299,45 @@ Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
   return Status::Ok();
 }
 
+Result<std::string> StriaFs::GetLov(fuse_req_t req, uint64_t ino) {
+  proto::GetattrRequest gr;
+  *gr.mutable_cred() = CredentialsOf(req);
+  gr.set_ino(ino);
+  proto::AttrReply attr;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &attr));
+  if (S_ISREG(attr.attr().mode())) return PackLov(attr.layout(), /*with_objects=*/true);
+  if (!S_ISDIR(attr.attr().mode())) return Status(Code::kNoData, "no layout");
+  proto::GetDefaultLayoutRequest dr;
+  *dr.mutable_cred() = gr.cred();
+  dr.set_ino(ino);
+  proto::GetDefaultLayoutReply drep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GET_DEFAULT_LAYOUT, dr, &drep));
+  if (!drep.is_set()) return Status(Code::kNoData, "the directory has no default layout");
+  return PackLov(drep.layout(), /*with_objects=*/false);
+}
+
+Status StriaFs::SetLov(fuse_req_t req, uint64_t ino, std::string_view value) {
+  STRIA_ASSIGN_OR_RETURN(proto::Layout layout, UnpackLov(value));
+  proto::GetattrRequest gr;
+  *gr.mutable_cred() = CredentialsOf(req);
+  gr.set_ino(ino);
+  proto::AttrReply attr;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &attr));
+  // A file's layout is fixed at create; like Lustre, restoring it (tar, rsync) is accepted.
+  if (S_ISREG(attr.attr().mode())) return Status::Ok();
+  if (!S_ISDIR(attr.attr().mode())) return Status(Code::kInval, "no layout here");
+  proto::SetDefaultLayoutRequest sr;
+  *sr.mutable_cred() = gr.cred();
+  sr.set_ino(ino);
+  *sr.mutable_layout() = layout;
+  proto::SetDefaultLayoutReply srep;
+  return client_->MdsCall(proto::OP_MDS_SET_DEFAULT_LAYOUT, sr, &srep);
+}
+
 Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const char* value,
                            size_t size, int flags) {
   if (name == kCapabilityXattr) return Status(Code::kNotSup, "file capabilities unsupported");
+  if (IsLovXattrName(name)) return SetLov(req, ino, std::string_view(value, size));
   proto::XattrRequest xr;
   *xr.mutable_cred() = CredentialsOf(req);
   xr.set_ino(ino);
@@ -313,6 +351,17 @@ Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const
 Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_t size,
                            std::string* value, size_t* full_size) {
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
+  if (IsLovXattrName(name)) {
+    STRIA_ASSIGN_OR_RETURN(std::string lov, GetLov(req, ino));
+    if (size == 0) {
+      *full_size = lov.size();
+    } else if (lov.size() > size) {
+      return Status(Code::kRange, "attribute value larger than the buffer");
+    } else {
+      *value = std::move(lov);
+    }
+    return Status::Ok();
+  }
   proto::XattrRequest xr;
   *xr.mutable_cred() = CredentialsOf(req);
   xr.set_ino(ino);

@@ -124,6 +124,9 @@ class StriaFs {
   Status Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout, uint64_t size,
                   proto::SetattrRequest* sr, proto::AttrReply* rep);
   Status FetchDirPage(fuse_req_t req, DirHandle* dh, bool plus);
+  // The layout as the lustre.lov xattr (client/lov_xattr.h): get, and set (directories).
+  Result<std::string> GetLov(fuse_req_t req, uint64_t ino);
+  Status SetLov(fuse_req_t req, uint64_t ino, std::string_view value);
   // One lock request; with wait, retried with backoff while it conflicts (EINTR on signal).
   Status LockWithWait(fuse_req_t req, const proto::LockRequest& lr, bool wait);
 
