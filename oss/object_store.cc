@@ -375,8 +375,8 @@ Result<ObjectScrub> ObjectStore::ScrubObject(uint64_t group, uint64_t id, size_t
     out.bytes += n;
     if (crc_fd < 0) continue;  // no sidecar (a destroy under way): nothing to check
     const uint64_t chunks = (n + kCrcChunk - 1) / kCrcChunk;
-    STRIA_ASSIGN_OR_RETURN(std::vector<uint32_t> stored,
-                           internal::LoadCrcs(crc_fd, offset / kCrcChunk, chunks));
+    std::vector<uint32_t> stored(chunks);  // one 1 KiB block per 1 MiB step
+    STRIA_RETURN_IF_ERROR(internal::LoadCrcs(crc_fd, offset / kCrcChunk, stored));
     const internal::ChunkCheck check = internal::CheckChunks(std::span(buf).first(n), stored);
     if (check.bad_chunks > 0 && out.bad_chunks == 0) {
       out.first_bad_offset = offset + check.first_bad * kCrcChunk;

@@ -31,6 +31,15 @@ Status Mismatch(uint64_t index) {
                                             ChunkStart(index)));
 }
 
+// A per-thread buffer for `n` checksum entries, so that reads and writes allocate nothing per
+// request beside the bulk buffers lnet keeps off mmap (lnet/buffer.h). At most 64 KiB per
+// thread (a 64 MiB request).
+std::span<uint32_t> CrcScratch(size_t n) {
+  thread_local std::vector<uint32_t> scratch;
+  if (scratch.size() < n) scratch.resize(n);
+  return std::span(scratch).first(n);
+}
+
 Status WriteCrcs(int crc_fd, uint64_t first, std::span<const uint32_t> crcs) {
   return UringIo::WriteAt(
       crc_fd,
@@ -43,39 +52,45 @@ Status WriteCrcs(int crc_fd, uint64_t first, std::span<const uint32_t> crcs) {
 // partial overwrite never launders a corrupt chunk into a fresh checksum.
 struct PartialChunk {
   uint64_t index = 0;
-  std::array<uint8_t, kCrcChunk> bytes{};  // zero past the end of the object
+  std::array<uint8_t, kCrcChunk> bytes;  // zero past the end of the object (once read)
 
   uint32_t Crc() const { return ChunkCrc(bytes); }
 };
 
-Result<PartialChunk> ReadPartialChunk(int data_fd, int crc_fd, uint64_t index) {
-  PartialChunk c;
-  c.index = index;
-  STRIA_ASSIGN_OR_RETURN(size_t n, UringIo::ReadAt(data_fd, c.bytes, ChunkStart(index)));
-  STRIA_ASSIGN_OR_RETURN(std::vector<uint32_t> stored, LoadCrcs(crc_fd, index, 1));
-  if (stored[0] != 0 && ChunkCrc(std::span(c.bytes).first(n)) != stored[0]) {
-    return Mismatch(index);
-  }
-  return c;
+// The (at most two) partial chunks of one update, kept on the stack.
+struct PartialChunks {
+  std::array<PartialChunk, 2> chunks;
+  size_t count = 0;
+
+  std::span<PartialChunk> all() { return std::span(chunks).first(count); }
+};
+
+Status ReadPartialChunk(int data_fd, int crc_fd, uint64_t index, PartialChunk* c) {
+  c->index = index;
+  c->bytes.fill(0);
+  STRIA_ASSIGN_OR_RETURN(size_t n, UringIo::ReadAt(data_fd, c->bytes, ChunkStart(index)));
+  uint32_t stored = 0;
+  STRIA_RETURN_IF_ERROR(LoadCrcs(crc_fd, index, std::span(&stored, 1)));
+  if (stored != 0 && ChunkCrc(std::span(c->bytes).first(n)) != stored) return Mismatch(index);
+  return Status::Ok();
 }
 
 // The chunks touched by [begin, end) that it does not cover whole, read and checked: at
 // most the first and the last. `chunk_end(i)` is where chunk i's bytes end for this update
 // (the chunk's end, or the object's end when a punch counts a chunk cut by EOF as whole).
 template <typename ChunkEnd>
-Result<std::vector<PartialChunk>> ReadPartialChunks(int data_fd, int crc_fd, uint64_t begin,
-                                                    uint64_t end, ChunkEnd chunk_end) {
-  std::vector<PartialChunk> out;
+Status ReadPartialChunks(int data_fd, int crc_fd, uint64_t begin, uint64_t end,
+                         ChunkEnd chunk_end, PartialChunks* out) {
   const uint64_t first = begin / kCrcChunk;
   const uint64_t last = (end - 1) / kCrcChunk;
   for (uint64_t index : {first, last}) {
-    if (!out.empty() && out.back().index == index) continue;
+    if (out->count > 0 && out->chunks[out->count - 1].index == index) continue;
     const bool whole = ChunkStart(index) >= begin && chunk_end(index) <= end;
     if (whole) continue;
-    STRIA_ASSIGN_OR_RETURN(PartialChunk c, ReadPartialChunk(data_fd, crc_fd, index));
-    out.push_back(std::move(c));
+    STRIA_RETURN_IF_ERROR(ReadPartialChunk(data_fd, crc_fd, index, &out->chunks[out->count]));
+    ++out->count;
   }
-  return out;
+  return Status::Ok();
 }
 
 // The part of chunk `index` that [begin, end) overlaps, as offsets inside the chunk.
@@ -104,25 +119,24 @@ uint32_t ChunkCrc(std::span<const uint8_t> bytes) {
   return Crc32c(kZeros.data(), kCrcChunk - bytes.size(), crc);
 }
 
-Result<std::vector<uint32_t>> LoadCrcs(int crc_fd, uint64_t first, uint64_t count) {
-  std::vector<uint32_t> crcs(count, 0);  // entries past the sidecar's end stay 0
-  std::span<uint8_t> raw(reinterpret_cast<uint8_t*>(crcs.data()), count * kEntryBytes);
-  STRIA_RETURN_IF_ERROR(UringIo::ReadAt(crc_fd, raw, first * kEntryBytes).status());
-  return crcs;
+Status LoadCrcs(int crc_fd, uint64_t first, std::span<uint32_t> out) {
+  std::fill(out.begin(), out.end(), 0);  // entries past the sidecar's end stay 0
+  std::span<uint8_t> raw(reinterpret_cast<uint8_t*>(out.data()), out.size_bytes());
+  return UringIo::ReadAt(crc_fd, raw, first * kEntryBytes).status();
 }
 
 Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset,
                         std::span<const uint8_t> data) {
   const uint64_t end = offset + data.size();
-  STRIA_ASSIGN_OR_RETURN(
-      std::vector<PartialChunk> partial,
-      ReadPartialChunks(data_fd, crc_fd, offset, end,
-                        [](uint64_t i) { return ChunkStart(i) + kCrcChunk; }));
+  PartialChunks partial;
+  STRIA_RETURN_IF_ERROR(ReadPartialChunks(
+      data_fd, crc_fd, offset, end, [](uint64_t i) { return ChunkStart(i) + kCrcChunk; },
+      &partial));
   STRIA_RETURN_IF_ERROR(UringIo::WriteAt(data_fd, data, offset));
 
   const uint64_t first = offset / kCrcChunk;
-  std::vector<uint32_t> crcs((end - 1) / kCrcChunk - first + 1);
-  for (PartialChunk& c : partial) {
+  std::span<uint32_t> crcs = CrcScratch((end - 1) / kCrcChunk - first + 1);
+  for (PartialChunk& c : partial.all()) {
     auto [lo, hi] = OverlapInChunk(c.index, offset, end);
     std::memcpy(c.bytes.data() + lo, data.data() + (ChunkStart(c.index) + lo - offset), hi - lo);
     crcs[c.index - first] = c.Crc();
@@ -146,8 +160,8 @@ Status PunchChecksummed(int data_fd, int crc_fd, uint64_t offset, uint64_t lengt
                                             offset, length);
   }
   auto chunk_end = [&](uint64_t i) { return std::min(ChunkStart(i) + kCrcChunk, object_size); };
-  STRIA_ASSIGN_OR_RETURN(std::vector<PartialChunk> partial,
-                         ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end));
+  PartialChunks partial;
+  STRIA_RETURN_IF_ERROR(ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end, &partial));
   STRIA_RETURN_IF_ERROR(UringIo::Fallocate(
       data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length));
 
@@ -160,7 +174,7 @@ Status PunchChecksummed(int data_fd, int crc_fd, uint64_t offset, uint64_t lengt
                                              whole_first * kEntryBytes,
                                              (whole_end - whole_first) * kEntryBytes));
   }
-  for (PartialChunk& c : partial) {
+  for (PartialChunk& c : partial.all()) {
     auto [lo, hi] = OverlapInChunk(c.index, offset, end);
     std::memset(c.bytes.data() + lo, 0, hi - lo);
     const uint32_t crc = c.Crc();
@@ -172,14 +186,15 @@ Status PunchChecksummed(int data_fd, int crc_fd, uint64_t offset, uint64_t lengt
 Status TruncateChecksummed(int data_fd, int crc_fd, uint64_t size) {
   // The chunk holding the new end keeps only its bytes below `size` (a shrink) or all of
   // them (a grow): check it before cutting, re-sum it after.
-  std::vector<PartialChunk> partial;
+  PartialChunks partial;
   if (size % kCrcChunk != 0) {
-    STRIA_ASSIGN_OR_RETURN(PartialChunk c, ReadPartialChunk(data_fd, crc_fd, size / kCrcChunk));
-    partial.push_back(std::move(c));
+    partial.count = 1;
+    STRIA_RETURN_IF_ERROR(
+        ReadPartialChunk(data_fd, crc_fd, size / kCrcChunk, &partial.chunks[0]));
   }
   STRIA_RETURN_IF_ERROR(Ftruncate(data_fd, size, "ftruncate object"));
   STRIA_RETURN_IF_ERROR(Ftruncate(crc_fd, CeilChunks(size) * kEntryBytes, "ftruncate sidecar"));
-  for (PartialChunk& c : partial) {
+  for (PartialChunk& c : partial.all()) {
     const size_t keep = static_cast<size_t>(size - ChunkStart(c.index));
     std::memset(c.bytes.data() + keep, 0, kCrcChunk - keep);
     const uint32_t crc = c.Crc();
@@ -212,13 +227,14 @@ Status ReadVerified(int data_fd, int crc_fd, uint64_t offset, std::span<uint8_t>
   }
   // The edge chunks the read covers only in part are read whole and checked on their own.
   auto chunk_end = [&](uint64_t i) { return std::min(ChunkStart(i) + kCrcChunk, object_size); };
-  STRIA_RETURN_IF_ERROR(ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end).status());
+  PartialChunks partial;
+  STRIA_RETURN_IF_ERROR(ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end, &partial));
   // The chunks inside the read are checked in place.
   const uint64_t whole_first = CeilChunks(offset);
   const uint64_t whole_end = end == object_size ? CeilChunks(end) : end / kCrcChunk;
   if (whole_first >= whole_end) return Status::Ok();
-  STRIA_ASSIGN_OR_RETURN(std::vector<uint32_t> stored,
-                         LoadCrcs(crc_fd, whole_first, whole_end - whole_first));
+  std::span<uint32_t> stored = CrcScratch(whole_end - whole_first);
+  STRIA_RETURN_IF_ERROR(LoadCrcs(crc_fd, whole_first, stored));
   const uint64_t lo = ChunkStart(whole_first) - offset;
   const uint64_t hi = std::min(ChunkStart(whole_end), end) - offset;
   ChunkCheck check = CheckChunks(buf.subspan(lo, hi - lo), stored);

@@ -34,8 +34,9 @@ inline constexpr uint64_t kCrcChunk = 4096;
 // The crc32c of one chunk whose bytes (at most kCrcChunk) are `bytes`, zero-padded.
 uint32_t ChunkCrc(std::span<const uint8_t> bytes);
 
-// The stored entries for chunks [first, first + count) (0 where the sidecar has none).
-Result<std::vector<uint32_t>> LoadCrcs(int crc_fd, uint64_t first, uint64_t count);
+// Reads the stored entries for chunks [first, first + out.size()) into out (0 where the
+// sidecar has none).
+Status LoadCrcs(int crc_fd, uint64_t first, std::span<uint32_t> out);
 
 // Writes `data` at `offset` and records its checksums: chunks the write covers whole are
 // summed from `data`; the (at most two) it covers in part are read and checked before the
