@@ -162,7 +162,8 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
   }
   FileRef file;
   {
-    std::unique_lock lock(ObjectLock(group, id));
+    std::shared_lock lock(ObjectLock(group, id));
+    auto range = range_locks_.Lock(ObjKey{group, id}, offset, data.size(), /*exclusive=*/true);
     STRIA_ASSIGN_OR_RETURN(file, GetFile(group, id, /*create=*/true));
     Status st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data);
     if (!st.ok()) return NameCorruption(st, group, id);
@@ -185,7 +186,11 @@ Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
                                  std::span<uint8_t> buf, uint64_t* object_size) {
   *object_size = 0;
   STRIA_RETURN_IF_ERROR(CheckRange(offset, buf.size()));
+  // The regions are locked before the size is read: a write elsewhere may grow the object
+  // meanwhile, which leaves the chunks read here (zero-padded at the old end) unchanged.
   std::shared_lock lock(ObjectLock(group, id));
+  auto range = range_locks_.Lock(ObjKey{group, id}, offset, std::max<size_t>(buf.size(), 1),
+                                 /*exclusive=*/false);
   Result<FileRef> file = GetFile(group, id, /*create=*/false);
   if (!file.ok()) {
     if (file.status().code() == Code::kNoEnt) return size_t{0};
@@ -368,6 +373,7 @@ Result<ObjectScrub> ObjectStore::ScrubObject(uint64_t group, uint64_t id, size_t
   std::vector<uint8_t> buf(step);
   for (uint64_t offset = 0;; offset += step) {
     std::shared_lock lock(ObjectLock(group, id));
+    auto range = range_locks_.Lock(ObjKey{group, id}, offset, step, /*exclusive=*/false);
     STRIA_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd));
     if (offset >= size) break;
     const size_t len = static_cast<size_t>(std::min<uint64_t>(step, size - offset));

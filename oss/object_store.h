@@ -18,10 +18,13 @@
 // serve `lctl scrub` (oss/ost_scrub.h).
 //
 // Thread-safety: all methods are thread-safe. Each object has a reader/writer lock (striped
-// over kObjectLocks): Write, Punch and Truncate hold it exclusive, so their data and sidecar
-// updates of one object are serialized (overlapping writes land in some order); Read and each
-// scrub step hold it shared, so they never see data and checksums from different writes.
-// Lock order: an object lock, then an FdCache shard lock (leaf); never two object locks.
+// over kObjectLocks) and its 1 MiB regions have another (internal/range_locks.h). Punch and
+// Truncate hold the object lock exclusive. Write holds it shared and its regions exclusive,
+// so writes to disjoint regions of one object run in parallel while writes to the same chunk
+// (read-modify-write) are serialized and land in some order; Read and each scrub step hold
+// both shared, so they never see the data of one write with the checksums of another.
+// Lock order: the object lock, the region stripes (ascending), then an FdCache shard lock
+// (leaf); never two object locks.
 #pragma once
 
 #include <array>
@@ -35,6 +38,7 @@
 
 #include "common/status.h"
 #include "oss/internal/fd_cache.h"
+#include "oss/internal/range_locks.h"
 #include "oss/ost_meta.h"
 
 namespace stria::oss {
@@ -157,6 +161,7 @@ class ObjectStore {
   const int root_fd_;  // O_DIRECTORY descriptor of dir_; object paths are relative to it
   internal::FdCache cache_;
   std::array<std::shared_mutex, kObjectLocks> object_locks_;
+  internal::RangeLocks range_locks_;
 };
 
 }  // namespace stria::oss
