@@ -3,12 +3,11 @@
 // both a write the server refused that way and a read whose reply bulk arrived corrupt, with
 // the same xid, until the bytes arrive intact.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <atomic>
 #include <mutex>
@@ -39,8 +38,8 @@ Clock::time_point Soon() { return Clock::now() + std::chrono::seconds(5); }
 uint8_t PatternByte(size_t i) { return static_cast<uint8_t>(i * 31 + 7); }
 
 // Sends one frame; `bulk_crc_flip` is xor-ed into the bulk's true crc (0: a correct frame).
-Status SendFrame(int fd, FrameHeader h, const std::string& body,
-                 const std::vector<uint8_t>& bulk, uint32_t bulk_crc_flip = 0) {
+Status SendFrame(int fd, FrameHeader h, const std::string& body, const std::vector<uint8_t>& bulk,
+                 uint32_t bulk_crc_flip = 0) {
   h.body_len = static_cast<uint32_t>(body.size());
   h.body_crc = Crc32c(body.data(), body.size());
   h.bulk_len = bulk.size();

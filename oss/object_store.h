@@ -123,7 +123,7 @@ class ObjectStore {
   Status ForEachObject(const std::function<Status(uint64_t group, uint64_t id)>& fn);
 
   // Reads one object in `step`-byte pieces and verifies every chunk against its checksum,
-  // holding the object's lock (shared) for one piece at a time so writers wait at most one
+  // holding the object's locks (shared) for one piece at a time so writers wait at most one
   // piece. Uses its own descriptors, not the cache (a scrub must not evict the hot objects).
   // A missing object scrubs as empty.
   Result<ObjectScrub> ScrubObject(uint64_t group, uint64_t id, size_t step = 1u << 20);

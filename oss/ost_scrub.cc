@@ -36,8 +36,10 @@ Result<proto::OstScrubReply> ScrubOst(ObjectStore& store, size_t max_listed) {
     }
     rep.set_bytes(rep.bytes() + r->bytes);
     if (r->bad_chunks > 0) {
-      LOG_WARN("scrub: OST {} object {}:{} failed crc32c verification at offset {} ({} bad "
-               "4 KiB chunks)", index, group, id, r->first_bad_offset, r->bad_chunks);
+      LOG_WARN(
+          "scrub: OST {} object {}:{} failed crc32c verification at offset {} ({} bad "
+          "4 KiB chunks)",
+          index, group, id, r->first_bad_offset, r->bad_chunks);
       if (auto* c = AddCorruption(&rep, max_listed, index, group, id)) {
         c->set_offset(r->first_bad_offset);
         c->set_bad_chunks(r->bad_chunks);

@@ -165,10 +165,9 @@ TEST_F(ChecksumFaultTest, ScrubListsExactlyTheDamagedObjectAndExitsNonzero) {
   EXPECT_NE(r.exit_code, 0) << r.out << r.err;
   const std::vector<std::string> lines = CorruptLines(r.out);
   ASSERT_EQ(lines.size(), 1u) << r.out << r.err;
-  const std::string want = "corrupt: " + OstName(victim_.ost_idx()) + " object " +
-                           std::to_string(victim_.object_id()) + " group " +
-                           std::to_string(victim_.group()) + " offset " +
-                           std::to_string(kChunkStart) + " ";
+  const std::string want =
+      "corrupt: " + OstName(victim_.ost_idx()) + " object " + std::to_string(victim_.object_id()) +
+      " group " + std::to_string(victim_.group()) + " offset " + std::to_string(kChunkStart) + " ";
   EXPECT_EQ(lines[0].rfind(want, 0), 0u) << lines[0] << "\nwanted: " << want;
   // Every OST was scrubbed; the undamaged one reports clean.
   for (int ost = 0; ost < cluster_->num_osts(); ++ost) {

@@ -89,8 +89,8 @@ Result<ScrubArgs> ParseScrubArgs(int argc, char** argv) {
       if (v == 0) return Status(Code::kInval, "scrub: the timeout must be at least 1 second");
       args.timeout_s = static_cast<int>(v);
     } else {
-      return Status(Code::kInval, std::string("scrub: unknown or incomplete option '") +
-                                      argv[i] + "'");
+      return Status(Code::kInval,
+                    std::string("scrub: unknown or incomplete option '") + argv[i] + "'");
     }
   }
   return args;
@@ -116,8 +116,8 @@ int LctlScrub(client::Client* c, const ScrubArgs& args) {
   for (const auto& [index, ost] : osts) {
     Result<proto::OstScrubReply> rep = ScrubOne(*ost, config->fsname(), args.timeout_s);
     if (!rep.ok()) {
-      std::fprintf(stderr, "lctl scrub: %s (%s): %s\n", OstName(index).c_str(),
-                   ost->nid().c_str(), rep.status().ToString().c_str());
+      std::fprintf(stderr, "lctl scrub: %s (%s): %s\n", OstName(index).c_str(), ost->nid().c_str(),
+                   rep.status().ToString().c_str());
       if (failed == 0) failed = ExitCode(rep.status());
       continue;
     }

@@ -1,6 +1,7 @@
 #include "oss/internal/chunk_crc.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/falloc.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "common/crc32c.h"
 #include "oss/uring_io.h"
@@ -27,8 +26,8 @@ uint64_t ChunkStart(uint64_t index) { return index * kCrcChunk; }
 uint64_t CeilChunks(uint64_t bytes) { return (bytes + kCrcChunk - 1) / kCrcChunk; }
 
 Status Mismatch(uint64_t index) {
-  return Status(Code::kCorrupt, fmt::format("crc32c mismatch in the 4 KiB chunk at offset {}",
-                                            ChunkStart(index)));
+  return Status(Code::kCorrupt,
+                fmt::format("crc32c mismatch in the 4 KiB chunk at offset {}", ChunkStart(index)));
 }
 
 // A per-thread buffer for `n` checksum entries, so that reads and writes allocate nothing per
@@ -79,8 +78,8 @@ Status ReadPartialChunk(int data_fd, int crc_fd, uint64_t index, PartialChunk* c
 // most the first and the last. `chunk_end(i)` is where chunk i's bytes end for this update
 // (the chunk's end, or the object's end when a punch counts a chunk cut by EOF as whole).
 template <typename ChunkEnd>
-Status ReadPartialChunks(int data_fd, int crc_fd, uint64_t begin, uint64_t end,
-                         ChunkEnd chunk_end, PartialChunks* out) {
+Status ReadPartialChunks(int data_fd, int crc_fd, uint64_t begin, uint64_t end, ChunkEnd chunk_end,
+                         PartialChunks* out) {
   const uint64_t first = begin / kCrcChunk;
   const uint64_t last = (end - 1) / kCrcChunk;
   for (uint64_t index : {first, last}) {
@@ -125,8 +124,7 @@ Status LoadCrcs(int crc_fd, uint64_t first, std::span<uint32_t> out) {
   return UringIo::ReadAt(crc_fd, raw, first * kEntryBytes).status();
 }
 
-Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset,
-                        std::span<const uint8_t> data) {
+Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<const uint8_t> data) {
   const uint64_t end = offset + data.size();
   PartialChunks partial;
   STRIA_RETURN_IF_ERROR(ReadPartialChunks(
@@ -162,8 +160,8 @@ Status PunchChecksummed(int data_fd, int crc_fd, uint64_t offset, uint64_t lengt
   auto chunk_end = [&](uint64_t i) { return std::min(ChunkStart(i) + kCrcChunk, object_size); };
   PartialChunks partial;
   STRIA_RETURN_IF_ERROR(ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end, &partial));
-  STRIA_RETURN_IF_ERROR(UringIo::Fallocate(
-      data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length));
+  STRIA_RETURN_IF_ERROR(
+      UringIo::Fallocate(data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length));
 
   // Chunks punched whole read as zeros now: "no checksum". Punching the sidecar range zeroes
   // its partial pages and frees its whole ones, in one call.
@@ -189,8 +187,7 @@ Status TruncateChecksummed(int data_fd, int crc_fd, uint64_t size) {
   PartialChunks partial;
   if (size % kCrcChunk != 0) {
     partial.count = 1;
-    STRIA_RETURN_IF_ERROR(
-        ReadPartialChunk(data_fd, crc_fd, size / kCrcChunk, &partial.chunks[0]));
+    STRIA_RETURN_IF_ERROR(ReadPartialChunk(data_fd, crc_fd, size / kCrcChunk, &partial.chunks[0]));
   }
   STRIA_RETURN_IF_ERROR(Ftruncate(data_fd, size, "ftruncate object"));
   STRIA_RETURN_IF_ERROR(Ftruncate(crc_fd, CeilChunks(size) * kEntryBytes, "ftruncate sidecar"));
@@ -222,8 +219,8 @@ Status ReadVerified(int data_fd, int crc_fd, uint64_t offset, std::span<uint8_t>
   const uint64_t end = offset + buf.size();
   STRIA_ASSIGN_OR_RETURN(size_t n, UringIo::ReadAt(data_fd, buf, offset));
   if (n != buf.size()) {
-    return Status(Code::kIO, fmt::format("short read at {}: {} of {} bytes", offset, n,
-                                         buf.size()));
+    return Status(Code::kIO,
+                  fmt::format("short read at {}: {} of {} bytes", offset, n, buf.size()));
   }
   // The edge chunks the read covers only in part are read whole and checked on their own.
   auto chunk_end = [&](uint64_t i) { return std::min(ChunkStart(i) + kCrcChunk, object_size); };

@@ -61,8 +61,7 @@ class RangeLocks {
   };
 
   // Locks the regions of object `key` that [offset, offset + length) touches (length >= 1).
-  [[nodiscard]] Guard Lock(const ObjKey& key, uint64_t offset, uint64_t length,
-                           bool exclusive) {
+  [[nodiscard]] Guard Lock(const ObjKey& key, uint64_t offset, uint64_t length, bool exclusive) {
     std::bitset<kStripes> stripes;
     const uint64_t first = offset / kRegionBytes;
     const uint64_t last = (offset + length - 1) / kRegionBytes;
