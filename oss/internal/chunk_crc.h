@@ -16,9 +16,10 @@
 // most two pages (from the page cache, just written), and the sidecar is 1/1024 of the data.
 //
 // The functions take the two descriptors and do no locking: the caller (ObjectStore) holds
-// the object's lock, exclusive for the updates and shared for the reads, so a reader never
-// sees data and checksums from two different writes. Every function is otherwise stateless
-// and thread-safe. Data I/O goes through UringIo.
+// the locks of the chunks involved, exclusive for the updates and shared for the reads, so a
+// reader never sees data and checksums from two different writes. Every function is
+// otherwise stateless and thread-safe (per-thread scratch buffers). Data I/O goes through
+// UringIo.
 #pragma once
 
 #include <cstdint>
