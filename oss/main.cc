@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "RPC worker threads")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  app.add_option("--max-open-files", max_open_files, "object descriptors cached per OST")
+  app.add_option("--max-open-files", max_open_files,
+                 "objects kept open per OST (two descriptors each: data and checksums)")
       ->check(CLI::Range(size_t{1}, size_t{16384}))
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error");

@@ -1,24 +1,30 @@
 #include "oss/object_store.h"
 
+#include <dirent.h>
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <mutex>
+#include <optional>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "common/layout.h"
 #include "common/log.h"
+#include "oss/internal/chunk_crc.h"
 #include "oss/uring_io.h"
 
 namespace stria::oss {
 
 using internal::FileRef;
 using internal::ObjKey;
+using internal::ObjKeyHash;
 
 namespace {
 
@@ -65,28 +71,56 @@ std::string ObjectStore::RelPath(uint64_t group, uint64_t id) {
   return fmt::format("O/{}/d{}/{}", group, id % kSubdirs, id);
 }
 
+std::string ObjectStore::CrcPath(uint64_t group, uint64_t id) {
+  return RelPath(group, id) + ".crc";
+}
+
+std::shared_mutex& ObjectStore::ObjectLock(uint64_t group, uint64_t id) {
+  return object_locks_[ObjKeyHash()(ObjKey{group, id}) % kObjectLocks];
+}
+
+Status ObjectStore::NameCorruption(const Status& st, uint64_t group, uint64_t id) const {
+  if (st.code() != Code::kCorrupt) return st;
+  return Status(Code::kCorrupt,
+                fmt::format("OST {} object {}:{}: {}", meta_.index, group, id, st.message()));
+}
+
 Status ObjectStore::MakeParents(uint64_t group, uint64_t id) {
   STRIA_RETURN_IF_ERROR(MkdirAt(root_fd_, "O"));
   STRIA_RETURN_IF_ERROR(MkdirAt(root_fd_, fmt::format("O/{}", group)));
   return MkdirAt(root_fd_, fmt::format("O/{}/d{}", group, id % kSubdirs));
 }
 
+Result<FileRef> ObjectStore::WithSidecar(int fd, uint64_t group, uint64_t id, bool fresh) {
+  // An object from before checksums gets an empty sidecar: no checksums until rewritten. A
+  // new object's sidecar is emptied in case one was left by a destroy cut short.
+  const std::string rel = CrcPath(group, id);
+  const int crc_fd =
+      openat(root_fd_, rel.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | (fresh ? O_TRUNC : 0), 0644);
+  if (crc_fd < 0) {
+    Status st = ErrnoStatus("open checksum sidecar " + rel, errno);
+    close(fd);
+    return st;
+  }
+  return std::make_shared<internal::OpenFile>(fd, crc_fd);
+}
+
 Result<FileRef> ObjectStore::OpenFile(uint64_t group, uint64_t id, bool create) {
   const std::string rel = RelPath(group, id);
   int fd = openat(root_fd_, rel.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd >= 0) return std::make_shared<internal::OpenFile>(fd);
+  if (fd >= 0) return WithSidecar(fd, group, id, /*fresh=*/false);
   if (errno != ENOENT) return ErrnoStatus("open object " + rel, errno);
   if (!create) return Status(Code::kNoEnt, "object " + rel + " does not exist");
   for (int attempt = 0; attempt < 3; ++attempt) {
     fd = openat(root_fd_, rel.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      auto file = std::make_shared<internal::OpenFile>(fd);
+      STRIA_ASSIGN_OR_RETURN(FileRef file, WithSidecar(fd, group, id, /*fresh=*/true));
       file->dir_dirty.store(true, std::memory_order_relaxed);
       return file;
     }
     if (errno == EEXIST) {  // created by a racing opener
       fd = openat(root_fd_, rel.c_str(), O_RDWR | O_CLOEXEC);
-      if (fd >= 0) return std::make_shared<internal::OpenFile>(fd);
+      if (fd >= 0) return WithSidecar(fd, group, id, /*fresh=*/false);
       if (errno != ENOENT) return ErrnoStatus("open object " + rel, errno);
       continue;
     }
@@ -126,11 +160,17 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
     STRIA_ASSIGN_OR_RETURN(ObjectAttr attr, Getattr(group, id));
     return attr.size;
   }
-  STRIA_ASSIGN_OR_RETURN(FileRef file, GetFile(group, id, /*create=*/true));
-  // Checksums on disk would be computed and stored here (see the header).
-  STRIA_RETURN_IF_ERROR(UringIo::WriteAt(file->fd(), data, offset));
-  if (sync) {
+  FileRef file;
+  {
+    std::shared_lock lock(ObjectLock(group, id));
+    auto range = range_locks_.Lock(ObjKey{group, id}, offset, data.size(), /*exclusive=*/true);
+    STRIA_ASSIGN_OR_RETURN(file, GetFile(group, id, /*create=*/true));
+    Status st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data);
+    if (!st.ok()) return NameCorruption(st, group, id);
+  }
+  if (sync) {  // outside the lock: the flush covers whatever is written by then
     STRIA_RETURN_IF_ERROR(UringIo::Sync(file->fd(), /*datasync=*/true));
+    STRIA_RETURN_IF_ERROR(UringIo::Sync(file->crc_fd(), /*datasync=*/true));
     if (file->dir_dirty.exchange(false)) {
       Status st = FsyncParent(group, id);
       if (!st.ok()) {
@@ -146,6 +186,11 @@ Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
                                  std::span<uint8_t> buf, uint64_t* object_size) {
   *object_size = 0;
   STRIA_RETURN_IF_ERROR(CheckRange(offset, buf.size()));
+  // The regions are locked before the size is read: a write elsewhere may grow the object
+  // meanwhile, which leaves the chunks read here (zero-padded at the old end) unchanged.
+  std::shared_lock lock(ObjectLock(group, id));
+  auto range = range_locks_.Lock(ObjKey{group, id}, offset, std::max<size_t>(buf.size(), 1),
+                                 /*exclusive=*/false);
   Result<FileRef> file = GetFile(group, id, /*create=*/false);
   if (!file.ok()) {
     if (file.status().code() == Code::kNoEnt) return size_t{0};
@@ -155,48 +200,52 @@ Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
   *object_size = size;
   if (offset >= size) return size_t{0};
   const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
-  // Checksums on disk would be verified here (see the header).
-  return UringIo::ReadAt((*file)->fd(), buf.first(want), offset);
+  Status st = internal::ReadVerified((*file)->fd(), (*file)->crc_fd(), offset, buf.first(want),
+                                     size);
+  if (!st.ok()) return NameCorruption(st, group, id);
+  return want;
 }
 
 Result<uint64_t> ObjectStore::Punch(uint64_t group, uint64_t id, uint64_t offset,
                                     uint64_t length) {
   STRIA_RETURN_IF_ERROR(CheckRange(offset, length));
+  std::unique_lock lock(ObjectLock(group, id));
   Result<FileRef> file = GetFile(group, id, /*create=*/false);
   if (!file.ok()) {
     if (file.status().code() == Code::kNoEnt) return uint64_t{0};
     return file.status();
   }
-  if (length > 0) {
-    STRIA_RETURN_IF_ERROR(UringIo::Fallocate((*file)->fd(),
-                                             FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-                                             offset, length));
-  }
-  return FileSize((*file)->fd());
+  STRIA_ASSIGN_OR_RETURN(uint64_t size, FileSize((*file)->fd()));
+  Status st = internal::PunchChecksummed((*file)->fd(), (*file)->crc_fd(), offset, length, size);
+  if (!st.ok()) return NameCorruption(st, group, id);
+  return size;
 }
 
 Result<uint64_t> ObjectStore::Truncate(uint64_t group, uint64_t id, uint64_t size) {
   STRIA_RETURN_IF_ERROR(CheckRange(size, 0));
+  std::unique_lock lock(ObjectLock(group, id));
   Result<FileRef> file = GetFile(group, id, /*create=*/size > 0);
   if (!file.ok()) {
     if (size == 0 && file.status().code() == Code::kNoEnt) return uint64_t{0};
     return file.status();
   }
-  int rc;
-  do {
-    rc = ftruncate((*file)->fd(), static_cast<off_t>(size));
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) return ErrnoStatus("ftruncate " + RelPath(group, id), errno);
+  Status st = internal::TruncateChecksummed((*file)->fd(), (*file)->crc_fd(), size);
+  if (!st.ok()) return NameCorruption(st, group, id);
   return size;
 }
 
 Status ObjectStore::Destroy(uint64_t group, uint64_t id) {
   const std::string rel = RelPath(group, id);
+  const std::string crc_rel = CrcPath(group, id);
   return cache_.Invalidate(ObjKey{group, id}, [&]() -> Status {
+    // The sidecar first: a destroy cut short leaves an object without checksums (it reads
+    // unverified), never an orphan sidecar that nothing would remove.
+    if (unlinkat(root_fd_, crc_rel.c_str(), 0) != 0 && errno != ENOENT) {
+      return ErrnoStatus("unlink checksum sidecar " + crc_rel, errno);
+    }
     if (unlinkat(root_fd_, rel.c_str(), 0) != 0 && errno != ENOENT) {
       return ErrnoStatus("unlink object " + rel, errno);
     }
-    // A checksum sidecar would be unlinked here too.
     return Status::Ok();
   });
 }
@@ -235,6 +284,7 @@ Status ObjectStore::SyncObject(uint64_t group, uint64_t id) {
     return file.status();
   }
   STRIA_RETURN_IF_ERROR(UringIo::Sync((*file)->fd(), /*datasync=*/false));
+  STRIA_RETURN_IF_ERROR(UringIo::Sync((*file)->crc_fd(), /*datasync=*/false));
   if ((*file)->dir_dirty.exchange(false)) {
     Status st = FsyncParent(group, id);
     if (!st.ok()) {
@@ -248,6 +298,98 @@ Status ObjectStore::SyncObject(uint64_t group, uint64_t id) {
 Status ObjectStore::SyncAll() {
   if (syncfs(root_fd_) != 0) return ErrnoStatus("syncfs " + dir_, errno);
   return Status::Ok();
+}
+
+namespace {
+
+// The number a directory entry's name spells after `prefix`, in canonical decimal (no sign,
+// no leading zero); nullopt for anything else ("7.crc", "007", ".", a temporary file).
+std::optional<uint64_t> NumberedName(std::string_view name, std::string_view prefix) {
+  if (name.substr(0, prefix.size()) != prefix) return std::nullopt;
+  name.remove_prefix(prefix.size());
+  if (name.empty() || (name[0] == '0' && name.size() > 1)) return std::nullopt;
+  uint64_t v = 0;
+  auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), v);
+  if (ec != std::errc() || end != name.data() + name.size()) return std::nullopt;
+  return v;
+}
+
+// Calls fn(number) for each entry of directory `rel` (under root_fd) named prefix+number, one
+// entry at a time. A missing directory has no entries.
+Status ForEachNumberedEntry(int root_fd, const std::string& rel, std::string_view prefix,
+                            const std::function<Status(uint64_t)>& fn) {
+  const int fd = openat(root_fd, rel.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? Status::Ok() : ErrnoStatus("open " + rel, errno);
+  DIR* dir = fdopendir(fd);
+  if (dir == nullptr) {
+    Status st = ErrnoStatus("opendir " + rel, errno);
+    close(fd);
+    return st;
+  }
+  Status st;
+  errno = 0;
+  while (dirent* e = readdir(dir)) {
+    if (std::optional<uint64_t> n = NumberedName(e->d_name, prefix)) {
+      st = fn(*n);
+      if (!st.ok()) break;
+    }
+    errno = 0;
+  }
+  if (st.ok() && errno != 0) st = ErrnoStatus("readdir " + rel, errno);
+  closedir(dir);
+  return st;
+}
+
+}  // namespace
+
+Status ObjectStore::ForEachObject(const std::function<Status(uint64_t group, uint64_t id)>& fn) {
+  return ForEachNumberedEntry(root_fd_, "O", "", [&](uint64_t group) {
+    return ForEachNumberedEntry(root_fd_, fmt::format("O/{}", group), "d", [&](uint64_t sub) {
+      if (sub >= kSubdirs) return Status::Ok();
+      const std::string rel = fmt::format("O/{}/d{}", group, sub);
+      return ForEachNumberedEntry(root_fd_, rel, "", [&](uint64_t id) {
+        return id % kSubdirs == sub ? fn(group, id) : Status::Ok();  // else not an object
+      });
+    });
+  });
+}
+
+Result<ObjectScrub> ObjectStore::ScrubObject(uint64_t group, uint64_t id, size_t step) {
+  using internal::kCrcChunk;
+  ObjectScrub out;
+  const int fd = openat(root_fd_, RelPath(group, id).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return out;  // destroyed meanwhile
+    return ErrnoStatus("open object " + RelPath(group, id), errno);
+  }
+  const int crc_fd = openat(root_fd_, CrcPath(group, id).c_str(), O_RDONLY | O_CLOEXEC);
+  if (crc_fd < 0 && errno != ENOENT) {
+    Status st = ErrnoStatus("open checksum sidecar " + CrcPath(group, id), errno);
+    close(fd);
+    return st;
+  }
+  const internal::OpenFile file(fd, crc_fd);  // closes both
+  step = std::max<size_t>(kCrcChunk, step / kCrcChunk * kCrcChunk);
+  std::vector<uint8_t> buf(step);
+  for (uint64_t offset = 0;; offset += step) {
+    std::shared_lock lock(ObjectLock(group, id));
+    auto range = range_locks_.Lock(ObjKey{group, id}, offset, step, /*exclusive=*/false);
+    STRIA_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd));
+    if (offset >= size) break;
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(step, size - offset));
+    STRIA_ASSIGN_OR_RETURN(size_t n, UringIo::ReadAt(fd, std::span(buf).first(len), offset));
+    out.bytes += n;
+    if (crc_fd < 0) continue;  // no sidecar (a destroy under way): nothing to check
+    const uint64_t chunks = (n + kCrcChunk - 1) / kCrcChunk;
+    std::vector<uint32_t> stored(chunks);  // one 1 KiB block per 1 MiB step
+    STRIA_RETURN_IF_ERROR(internal::LoadCrcs(crc_fd, offset / kCrcChunk, stored));
+    const internal::ChunkCheck check = internal::CheckChunks(std::span(buf).first(n), stored);
+    if (check.bad_chunks > 0 && out.bad_chunks == 0) {
+      out.first_bad_offset = offset + check.first_bad * kCrcChunk;
+    }
+    out.bad_chunks += check.bad_chunks;
+  }
+  return out;
 }
 
 }  // namespace stria::oss

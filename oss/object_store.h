@@ -9,30 +9,43 @@
 // Every offset/length is checked against kMaxFileSize (common/layout.h) before any I/O; disk
 // errors come back as their Status codes (ENOSPC -> kNoSpc, EIO -> kIO, EFBIG -> kFBig).
 //
-// Future: end-to-end checksums on disk. The plan is a sidecar per object,
-// `<object path>.crc`, holding one crc32c per 64 KiB block (block-aligned, little-endian
-// uint32 array), updated by Write/Punch/Truncate and verified by Read (kCorrupt on mismatch).
-// Every data path below goes through WriteData/ReadData-style choke points for that reason;
-// Destroy must unlink the sidecar too.
+// Checksums on disk: beside each object file lies a sidecar `<id>.crc` holding one crc32c
+// per 4 KiB chunk (format and rules in internal/chunk_crc.h). Write, Punch and Truncate update
+// it; Read verifies every chunk it returns and answers kCorrupt, never the bytes, on a
+// mismatch; Destroy removes it. Data and sidecar are written one after the other, not
+// atomically: after a crash, chunks written since their last fsync may fail verification
+// (kCorrupt) until rewritten, but never pass with wrong bytes. ForEachObject and ScrubObject
+// serve `lctl scrub` (oss/ost_scrub.h).
 //
-// Thread-safety: all methods are thread-safe; concurrent writes to disjoint ranges of one
-// object are safe (pwrite semantics), overlapping ones land in some order.
+// Thread-safety: all methods are thread-safe. Each object has a reader/writer lock (striped
+// over kObjectLocks) and its 1 MiB regions have another (internal/range_locks.h). Punch and
+// Truncate hold the object lock exclusive. Write holds it shared and its regions exclusive,
+// so writes to disjoint regions of one object run in parallel while writes to the same chunk
+// (read-modify-write) are serialized and land in some order; Read and each scrub step hold
+// both shared, so they never see the data of one write with the checksums of another.
+// Lock order: the object lock, the region stripes (ascending), then an FdCache shard lock
+// (leaf); never two object locks.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "common/status.h"
 #include "oss/internal/fd_cache.h"
+#include "oss/internal/range_locks.h"
 #include "oss/ost_meta.h"
 
 namespace stria::oss {
 
 struct ObjectStoreOptions {
-  // Most object descriptors kept open by this OST (more are open only while requests run).
+  // Most objects kept open by this OST, two descriptors each (data and checksum sidecar);
+  // more are open only while requests run.
   size_t max_open_files = 512;
 };
 
@@ -49,6 +62,13 @@ struct OstStatfs {
   uint64_t bavail = 0;
   uint64_t files = 0;
   uint64_t ffree = 0;
+};
+
+// What ScrubObject found in one object.
+struct ObjectScrub {
+  uint64_t bytes = 0;       // bytes read and checked
+  uint64_t bad_chunks = 0;  // 4 KiB chunks that failed verification
+  uint64_t first_bad_offset = 0;
 };
 
 class ObjectStore {
@@ -96,19 +116,43 @@ class ObjectStore {
   // syncfs(2) of the filesystem under the OST.
   Status SyncAll();
 
+  // Calls fn(group, id) for every object stored on this OST, walking O/<group>/d<n>/ one
+  // directory entry at a time (memory does not grow with the number of objects). Sidecars
+  // and anything else that is not an object file are skipped. Objects created or destroyed
+  // during the walk may or may not be seen. Stops at the first error fn returns.
+  Status ForEachObject(const std::function<Status(uint64_t group, uint64_t id)>& fn);
+
+  // Reads one object in `step`-byte pieces and verifies every chunk against its checksum,
+  // holding the object's locks (shared) for one piece at a time so writers wait at most one
+  // piece. Uses its own descriptors, not the cache (a scrub must not evict the hot objects).
+  // A missing object scrubs as empty.
+  Result<ObjectScrub> ScrubObject(uint64_t group, uint64_t id, size_t step = 1u << 20);
+
   // Descriptors cached now (for tests and stats).
   size_t cached_files() const { return cache_.size(); }
 
  private:
   ObjectStore(std::string dir, OstMeta meta, int root_fd, const ObjectStoreOptions& options);
 
-  // The object's path relative to the OST root.
+  static constexpr size_t kObjectLocks = 256;
+
+  // The object's path relative to the OST root, and its checksum sidecar's.
   static std::string RelPath(uint64_t group, uint64_t id);
+  static std::string CrcPath(uint64_t group, uint64_t id);
+
+  // The lock of object (group, id) (shared by the objects that hash alike).
+  std::shared_mutex& ObjectLock(uint64_t group, uint64_t id);
+
+  // kCorrupt from the chunk layer, naming this OST and the object.
+  Status NameCorruption(const Status& st, uint64_t group, uint64_t id) const;
 
   // The object's descriptor, opening it on a cache miss; create=false gives kNoEnt for a
   // missing object.
   Result<internal::FileRef> GetFile(uint64_t group, uint64_t id, bool create);
   Result<internal::FileRef> OpenFile(uint64_t group, uint64_t id, bool create);
+  // Adds the sidecar to an open object file (creating it; emptied when `fresh`).
+  Result<internal::FileRef> WithSidecar(int fd, uint64_t group, uint64_t id, bool fresh);
+
   Status MakeParents(uint64_t group, uint64_t id);
   Status FsyncParent(uint64_t group, uint64_t id);
 
@@ -116,6 +160,8 @@ class ObjectStore {
   const OstMeta meta_;
   const int root_fd_;  // O_DIRECTORY descriptor of dir_; object paths are relative to it
   internal::FdCache cache_;
+  std::array<std::shared_mutex, kObjectLocks> object_locks_;
+  internal::RangeLocks range_locks_;
 };
 
 }  // namespace stria::oss

@@ -1,11 +1,15 @@
 #include "oss/object_store.h"
 
+#include <fcntl.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
+#include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -289,6 +293,242 @@ TEST(ObjectStoreTest, NoSpaceOnDiskIsENOSPC) {
     EXPECT_TRUE(s->Write(0, 2, 0, Pattern(4096, 0, 2), false).ok());
   }
   umount2(mnt.c_str(), MNT_DETACH);
+}
+
+
+// ---- checksums on disk (internal/chunk_crc.h) ----
+
+constexpr uint64_t kChunk = 4096;
+
+std::string ObjectPath(const std::string& dir, uint64_t id) {
+  return dir + "/O/0/d" + std::to_string(id % 32) + "/" + std::to_string(id);
+}
+
+// Flips one bit of a stored file behind the store's back, as a failing disk would.
+void FlipBit(const std::string& path, uint64_t offset) {
+  const int fd = open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << path;
+  uint8_t b = 0;
+  ASSERT_EQ(pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  b ^= 0x10;
+  ASSERT_EQ(pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  close(fd);
+}
+
+Status ReadStatus(ObjectStore& s, uint64_t id, uint64_t off, size_t len) {
+  std::vector<uint8_t> buf(len);
+  uint64_t size = 0;
+  return s.Read(0, id, off, buf, &size).status();
+}
+
+// Every byte of the object as the model says, and a clean scrub of it.
+void ExpectVerifiedContent(ObjectStore& s, uint64_t id, const std::vector<uint8_t>& model) {
+  uint64_t size = 0;
+  EXPECT_EQ(ReadAll(s, id, 0, model.size() + kChunk, &size), model);
+  EXPECT_EQ(size, model.size());
+  auto scrub = s.ScrubObject(0, id);
+  ASSERT_TRUE(scrub.ok()) << scrub.status().ToString();
+  EXPECT_EQ(scrub->bad_chunks, 0u);
+  EXPECT_EQ(scrub->bytes, model.size());
+}
+
+void ApplyWrite(std::vector<uint8_t>* model, uint64_t off, const std::vector<uint8_t>& data) {
+  if (model->size() < off + data.size()) model->resize(off + data.size(), 0);
+  std::copy(data.begin(), data.end(), model->begin() + static_cast<ptrdiff_t>(off));
+}
+
+TEST(ObjectChecksumTest, FlippedBitReadsAsCorruptNotAsData) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  auto data = Pattern(16 * kChunk, 0, 1);
+  ASSERT_TRUE(s->Write(0, 5, 0, data, false).ok());
+  FlipBit(ObjectPath(d.path(), 5), 5 * kChunk + 17);
+
+  Status st = ReadStatus(*s, 5, 0, data.size());
+  EXPECT_EQ(st.code(), Code::kCorrupt) << st.ToString();
+  EXPECT_EQ(st.ToErrno(), EIO);
+  EXPECT_NE(st.message().find("OST 3 object 0:5"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("offset 20480"), std::string::npos) << st.message();
+  // An unaligned read that only touches the bad chunk at its edge fails too...
+  EXPECT_EQ(ReadStatus(*s, 5, 6 * kChunk - 1, 2).code(), Code::kCorrupt);
+  // ...while the chunks around it read fine.
+  EXPECT_EQ(ReadAll(*s, 5, 0, 5 * kChunk), std::vector<uint8_t>(data.begin(),
+                                                                  data.begin() + 5 * kChunk));
+  EXPECT_TRUE(ReadStatus(*s, 5, 6 * kChunk, 10 * kChunk).ok());
+}
+
+TEST(ObjectChecksumTest, FlippedBitInTheSidecarIsCaughtToo) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Write(0, 6, 0, Pattern(4 * kChunk, 0, 2), false).ok());
+  FlipBit(ObjectPath(d.path(), 6) + ".crc", 2 * 4 + 1);  // entry of chunk 2
+  EXPECT_EQ(ReadStatus(*s, 6, 0, 4 * kChunk).code(), Code::kCorrupt);
+}
+
+TEST(ObjectChecksumTest, PartialChunkWritesKeepChecksumsRight) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  std::vector<uint8_t> model;
+  // Unaligned writes inside one chunk, across chunk edges, past the end and over each other.
+  const std::pair<uint64_t, size_t> writes[] = {
+      {100, 50}, {4000, 200}, {10, 3 * kChunk + 7}, {5 * kChunk + 1, 1}, {kChunk - 1, 2},
+      {2 * kChunk, kChunk}, {20 * kChunk + 123, 9000}, {0, 1}};
+  uint32_t seed = 10;
+  for (auto [off, len] : writes) {
+    auto data = Pattern(len, off, seed++);
+    ASSERT_TRUE(s->Write(0, 7, off, data, false).ok()) << off;
+    ApplyWrite(&model, off, data);
+    ExpectVerifiedContent(*s, 7, model);
+  }
+}
+
+TEST(ObjectChecksumTest, TruncateShrinkAndGrowKeepChecksumsRight) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  std::vector<uint8_t> model = Pattern(5 * kChunk + 300, 0, 3);
+  ASSERT_TRUE(s->Write(0, 8, 0, model, false).ok());
+  for (uint64_t size : {3 * kChunk + 1000, 2 * kChunk, 7 * kChunk + 5, kChunk - 1, uint64_t{0},
+                        9 * kChunk + 2}) {
+    ASSERT_TRUE(s->Truncate(0, 8, size).ok()) << size;
+    model.resize(size, 0);
+    ExpectVerifiedContent(*s, 8, model);
+    // The sidecar never describes chunks past the end.
+    struct stat st;
+    ASSERT_EQ(stat((ObjectPath(d.path(), 8) + ".crc").c_str(), &st), 0);
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), (size + kChunk - 1) / kChunk * 4) << size;
+  }
+  // Writing again after the grow: the chunk that held the old end is merged right.
+  auto data = Pattern(kChunk, 77, 4);
+  ASSERT_TRUE(s->Write(0, 8, kChunk / 2, data, false).ok());
+  ApplyWrite(&model, kChunk / 2, data);
+  ExpectVerifiedContent(*s, 8, model);
+}
+
+TEST(ObjectChecksumTest, PunchKeepsChecksumsRight) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  std::vector<uint8_t> model = Pattern(12 * kChunk + 500, 0, 5);
+  ASSERT_TRUE(s->Write(0, 9, 0, model, false).ok());
+  // Inside one chunk, across edges, whole chunks, and through the end of the object.
+  const std::pair<uint64_t, uint64_t> punches[] = {
+      {100, 10}, {kChunk - 5, 2 * kChunk + 10}, {5 * kChunk, 2 * kChunk},
+      {11 * kChunk + 7, 1 << 20}};
+  for (auto [off, len] : punches) {
+    ASSERT_TRUE(s->Punch(0, 9, off, len).ok()) << off;
+    const uint64_t end = std::min<uint64_t>(off + len, model.size());
+    std::fill(model.begin() + static_cast<ptrdiff_t>(off),
+              model.begin() + static_cast<ptrdiff_t>(end), 0);
+    ExpectVerifiedContent(*s, 9, model);
+  }
+}
+
+TEST(ObjectChecksumTest, HolesAndUnchecksummedObjectsReadAsZerosWithoutAlarm) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  // A sparse write leaves chunks that were never written: they read as zeros.
+  auto data = Pattern(1000, 0, 6);
+  ASSERT_TRUE(s->Write(0, 10, (1 << 20) + 10, data, false).ok());
+  std::vector<uint8_t> model((1 << 20) + 10, 0);
+  model.insert(model.end(), data.begin(), data.end());
+  ExpectVerifiedContent(*s, 10, model);
+  // An object written before checksums existed (no sidecar) reads as it is.
+  ASSERT_TRUE(s->Write(0, 11, 0, data, false).ok());
+  ASSERT_EQ(unlink((ObjectPath(d.path(), 11) + ".crc").c_str()), 0);
+  auto fresh = MakeStore(d.path());  // a restarted OSS: no cached descriptors
+  ASSERT_TRUE(fresh);
+  ExpectVerifiedContent(*fresh, 11, data);
+}
+
+TEST(ObjectChecksumTest, PartialOverwriteOfACorruptChunkIsRefusedWholeRewriteRepairs) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  std::vector<uint8_t> model = Pattern(4 * kChunk, 0, 7);
+  ASSERT_TRUE(s->Write(0, 12, 0, model, false).ok());
+  FlipBit(ObjectPath(d.path(), 12), kChunk + 9);
+  // Re-summing the chunk around a 10-byte write would bless the flipped bit.
+  auto small = Pattern(10, 0, 8);
+  auto refused = s->Write(0, 12, kChunk + 100, small, false);
+  EXPECT_EQ(refused.status().code(), Code::kCorrupt) << refused.status().ToString();
+  // Rewriting the whole chunk replaces the bad bytes and their checksum.
+  auto chunk = Pattern(kChunk, kChunk, 9);
+  ASSERT_TRUE(s->Write(0, 12, kChunk, chunk, false).ok());
+  ApplyWrite(&model, kChunk, chunk);
+  ExpectVerifiedContent(*s, 12, model);
+}
+
+TEST(ObjectChecksumTest, DestroyRemovesTheSidecar) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  ASSERT_TRUE(s->Write(0, 13, 0, Pattern(100, 0, 1), false).ok());
+  const std::string crc = ObjectPath(d.path(), 13) + ".crc";
+  ASSERT_EQ(access(crc.c_str(), F_OK), 0);
+  ASSERT_TRUE(s->Destroy(0, 13).ok());
+  EXPECT_NE(access(crc.c_str(), F_OK), 0);
+  EXPECT_NE(access(ObjectPath(d.path(), 13).c_str(), F_OK), 0);
+}
+
+TEST(ObjectChecksumTest, ForEachObjectListsObjectsNotSidecarsOrStrayFiles) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  for (uint64_t id : {1, 33, 40}) ASSERT_TRUE(s->Write(0, id, 0, Pattern(10, 0, 1), false).ok());
+  std::ofstream(d.path() + "/O/0/d1/junk") << "x";
+  std::ofstream(d.path() + "/O/0/d1/0033") << "x";  // not a canonical object name
+  std::ofstream(d.path() + "/O/0/d8/2") << "x";     // in the wrong subdirectory
+  std::set<uint64_t> seen;
+  size_t calls = 0;
+  ASSERT_TRUE(s->ForEachObject([&](uint64_t group, uint64_t id) {
+                 EXPECT_EQ(group, 0u);
+                 seen.insert(id);
+                 ++calls;
+                 return Status::Ok();
+               }).ok());
+  EXPECT_EQ(seen, (std::set<uint64_t>{1, 33, 40}));
+  EXPECT_EQ(calls, 3u);
+}
+
+TEST(ObjectChecksumTest, ScrubObjectFindsTheFlippedBitAndCountsBadChunks) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  const uint64_t size = (3 << 20) + 123;  // several scrub steps and a partial last chunk
+  ASSERT_TRUE(s->Write(0, 14, 0, Pattern(size, 0, 11), false).ok());
+  FlipBit(ObjectPath(d.path(), 14), (2 << 20) + 5000);
+  FlipBit(ObjectPath(d.path(), 14), size - 1);
+  auto r = s->ScrubObject(0, 14);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->bytes, size);
+  EXPECT_EQ(r->bad_chunks, 2u);
+  EXPECT_EQ(r->first_bad_offset, (2 << 20) + kChunk);
+}
+
+TEST(ObjectChecksumTest, ReadsRacingOverwritesNeverSeeAMismatch) {
+  // A reader must see one write's data with that write's checksums: without the region locks
+  // it would read new bytes against old crcs (or the reverse) and report false corruption.
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  constexpr size_t kLen = 3 * kChunk + 100;  // unaligned end: partial chunks too
+  const std::vector<uint8_t> a = Pattern(kLen, 0, 50), b = Pattern(kLen, 0, 51);
+  ASSERT_TRUE(s->Write(0, 15, 0, a, false).ok());
+  std::atomic<bool> stop{false};
+  std::thread writer([&] {
+    for (int i = 0; !stop; ++i) ASSERT_TRUE(s->Write(0, 15, 0, i % 2 ? a : b, false).ok());
+  });
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<uint8_t> got = ReadAll(*s, 15, 0, kLen);
+    ASSERT_TRUE(got == a || got == b) << "read " << i << " saw a mix or failed";
+  }
+  stop = true;
+  writer.join();
 }
 
 }  // namespace

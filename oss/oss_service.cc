@@ -7,6 +7,7 @@
 #include "common/layout.h"
 #include "common/log.h"
 #include "lnet/buffer.h"
+#include "oss/ost_scrub.h"
 #include "proto/stria.pb.h"
 
 namespace stria::oss {
@@ -194,6 +195,30 @@ void OssService::Register(lnet::RpcServer* server) {
           return ost->SyncObject(obj.group(), obj.object_id());
         });
       });
+
+  server->Register<proto::OstScrubRequest, proto::OstScrubReply>(
+      proto::OP_OST_SCRUB,
+      [this](RpcContext&, const proto::OstScrubRequest& req, proto::OstScrubReply* rep) {
+        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(req.ost_idx()));
+        STRIA_ASSIGN_OR_RETURN(*rep, Scrub(ost, req.max_listed()));
+        return Status::Ok();
+      });
+}
+
+Result<proto::OstScrubReply> OssService::Scrub(ObjectStore* ost, uint32_t max_listed) {
+  const uint32_t index = ost->meta().index;
+  {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (!scrubbing_.insert(index).second) {
+      return Status(Code::kBusy, fmt::format("a scrub of OST {} is already running", index));
+    }
+  }
+  const size_t listed =
+      max_listed == 0 ? kDefaultScrubListed : std::min(max_listed, kMaxScrubListed);
+  Result<proto::OstScrubReply> r = ScrubOst(*ost, listed);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  scrubbing_.erase(index);
+  return r;
 }
 
 Status OssService::ForEachObject(

@@ -1,6 +1,6 @@
 // OssService: the OST RPC handlers of an OSS, over the OSTs it serves.
 //
-// Registers OP_OST_WRITE/READ/PUNCH/TRUNCATE/DESTROY/GETATTR/STATFS/SYNC on an
+// Registers OP_OST_WRITE/READ/PUNCH/TRUNCATE/DESTROY/GETATTR/STATFS/SYNC/SCRUB on an
 // lnet::RpcServer. Every request is checked before any I/O: the OST index must be one served
 // here (kNoOst; kNotReady while a configured OST is still waiting to be formatted), a write's
 // length must equal its bulk, ranges must stay inside kMaxFileSize, a read asks for at most
@@ -9,6 +9,10 @@
 //
 // OSTs are added (AddOst) as they become ready, possibly after the server has started (an OST
 // formatted once the MGS answered); they are never removed while the service lives.
+//
+// A scrub (OP_OST_SCRUB, oss/ost_scrub.h) runs on the worker that received it, for as long
+// as it takes; one per OST at a time (another gets kBusy), so at most one worker per OST is
+// taken from the other clients.
 //
 // Thread-safety: handlers run concurrently on the server's workers; AddOst/ExpectOst may be
 // called at any time. Lock order: mu_ is a leaf lock, never held during I/O.
@@ -32,6 +36,7 @@ namespace stria::oss {
 
 inline constexpr uint64_t kMaxReadBytes = 64ull << 20;      // one read RPC's bulk at most
 inline constexpr int kMaxObjectsPerRequest = 65536;         // destroy/sync lists
+inline constexpr uint32_t kMaxScrubListed = 10000;           // corrupt objects in one reply
 
 class OssService {
  public:
@@ -65,6 +70,10 @@ class OssService {
   mutable std::shared_mutex mu_;
   std::unordered_map<uint32_t, std::unique_ptr<ObjectStore>> osts_;  // GUARDED_BY(mu_)
   std::unordered_set<uint32_t> expected_;                             // GUARDED_BY(mu_)
+  std::unordered_set<uint32_t> scrubbing_;                            // GUARDED_BY(mu_)
+
+  // Scrubs OST `index` unless a scrub of it is running already (kBusy).
+  Result<proto::OstScrubReply> Scrub(ObjectStore* ost, uint32_t max_listed);
 };
 
 }  // namespace stria::oss

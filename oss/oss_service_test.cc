@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -252,6 +253,103 @@ TEST_F(OssServiceTest, ConcurrentWritersToDisjointRanges) {
   proto::OstIoReply rep;
   ASSERT_TRUE(Read(9, 0, kPieces * kPiece, &out, &rep).ok());
   EXPECT_EQ(out, Pattern(kPieces * kPiece, 0, 21));
+}
+
+// ---- checksums on disk, over the wire ----
+
+// Flips one bit of object `id`'s file on the test OST, as a failing disk would.
+void FlipObjectBit(const std::string& ost_dir, uint64_t id, uint64_t offset) {
+  const std::string path =
+      ost_dir + "/O/0/d" + std::to_string(id % 32) + "/" + std::to_string(id);
+  const int fd = open(path.c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << path;
+  uint8_t b = 0;
+  ASSERT_EQ(pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  b ^= 0x01;
+  ASSERT_EQ(pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
+  close(fd);
+}
+
+proto::OstScrubRequest ScrubRequest(uint32_t ost) {
+  proto::OstScrubRequest req;
+  req.set_ost_idx(ost);
+  return req;
+}
+
+TEST_F(OssServiceTest, ReadOfACorruptChunkFailsWithCorruptNotData) {
+  auto data = Pattern(64 << 10, 0, 30);
+  proto::OstIoReply rep;
+  ASSERT_TRUE(Write(20, 0, data, &rep).ok());
+  FlipObjectBit(dir_.path(), 20, 40000);
+  std::vector<uint8_t> out;
+  Status st = Read(20, 0, data.size(), &out, &rep);
+  EXPECT_EQ(st.code(), Code::kCorrupt) << st.ToString();
+  EXPECT_FALSE(st.retryable());  // the same bytes would fail again
+  EXPECT_EQ(st.ToErrno(), EIO);
+  EXPECT_TRUE(out.empty());
+  // The rest of the object reads fine.
+  ASSERT_TRUE(Read(20, 0, 36864, &out, &rep).ok());
+  EXPECT_EQ(out, std::vector<uint8_t>(data.begin(), data.begin() + 36864));
+}
+
+TEST_F(OssServiceTest, ScrubReportsExactlyTheCorruptObjectThenCleanAfterRewrite) {
+  proto::OstIoReply rep;
+  const size_t sizes[] = {100, 3 << 20, 9000};
+  uint64_t total = 0;
+  for (uint64_t id = 30; id < 33; ++id) {
+    ASSERT_TRUE(Write(id, 0, Pattern(sizes[id - 30], 0, id), &rep).ok());
+    total += sizes[id - 30];
+  }
+  FlipObjectBit(dir_.path(), 31, (1 << 20) + 4097);
+
+  proto::OstScrubReply sr;
+  ASSERT_TRUE(client_->Call(proto::OP_OST_SCRUB, ScrubRequest(kOst), &sr).ok());
+  EXPECT_EQ(sr.ost_idx(), kOst);
+  EXPECT_EQ(sr.objects(), 3u);
+  EXPECT_EQ(sr.bytes(), total);
+  EXPECT_EQ(sr.corrupt_objects(), 1u);
+  ASSERT_EQ(sr.corruptions_size(), 1);
+  EXPECT_EQ(sr.corruptions(0).object().object_id(), 31u);
+  EXPECT_EQ(sr.corruptions(0).object().ost_idx(), kOst);
+  EXPECT_EQ(sr.corruptions(0).offset(), (1u << 20) + 4096);
+  EXPECT_EQ(sr.corruptions(0).bad_chunks(), 1u);
+
+  // Rewriting the damaged chunk repairs it.
+  ASSERT_TRUE(Write(31, (1 << 20) + 4096, Pattern(4096, 0, 99), &rep).ok());
+  ASSERT_TRUE(client_->Call(proto::OP_OST_SCRUB, ScrubRequest(kOst), &sr).ok());
+  EXPECT_EQ(sr.corrupt_objects(), 0u);
+  EXPECT_EQ(sr.corruptions_size(), 0);
+}
+
+TEST_F(OssServiceTest, ScrubOfAnOstNotServedHereIsRefused) {
+  proto::OstScrubReply sr;
+  EXPECT_EQ(client_->Call(proto::OP_OST_SCRUB, ScrubRequest(99), &sr).code(), Code::kNoOst);
+}
+
+TEST_F(OssServiceTest, ConcurrentUnalignedWritesToSharedChunksKeepTheirChecksums) {
+  // Disjoint 100-byte pieces, many in each 4 KiB chunk, from several threads: each write's
+  // read-modify-write of its chunk must see the others' bytes, or a chunk's crc goes stale.
+  constexpr int kThreads = 4, kPieces = 400;
+  constexpr size_t kPiece = 100;
+  const auto data = Pattern(kPieces * kPiece, 0, 40);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int p = t; p < kPieces; p += kThreads) {
+        std::vector<uint8_t> piece(data.begin() + p * kPiece, data.begin() + (p + 1) * kPiece);
+        proto::OstIoReply rep;
+        if (!Write(41, p * kPiece, piece, &rep).ok()) failures++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  std::vector<uint8_t> out;
+  proto::OstIoReply rep;
+  Status st = Read(41, 0, data.size(), &out, &rep);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(out, data);
 }
 
 // ---- OssServer: start-up checks and registration ----

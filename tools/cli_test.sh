@@ -59,6 +59,10 @@ expect 22 "$BIN/lctl" ping
 expect 22 "$BIN/lctl" ping not-a-nid
 expect 22 "$BIN/lctl" --mgs 127.0.0.1@tcp:1 set_param novalue
 expect 22 "$BIN/lctl" --mgs 127.0.0.1@tcp:1 get_param
+expect 22 "$BIN/lctl" --mgs 127.0.0.1@tcp:1 scrub --ost
+expect 22 "$BIN/lctl" --mgs 127.0.0.1@tcp:1 scrub --ost notanumber
+expect 22 "$BIN/lctl" --mgs 127.0.0.1@tcp:1 scrub --timeout 0
+expect 22 "$BIN/lctl" --mgs 127.0.0.1@tcp:1 scrub --bogus
 
 if ((fails > 0)); then
   echo "$fails check(s) failed" >&2

@@ -5,6 +5,8 @@
 //   lctl [--mgs NID[,NID]] set_param [-P] NAME=VALUE...
 //   lctl list_nids                                 this host's NIDs
 //   lctl ping NID [TIMEOUT_SECONDS]                one OP_PING round trip
+//   lctl [--mgs NID[,NID]] scrub [--ost INDEX] [--timeout SECONDS]
+//                                                  verify on-disk checksums (tools/lctl_scrub.h)
 //   lctl --version, lctl help
 //
 // Without --mgs, lctl talks to the MGS of the first Stria filesystem mounted here.
@@ -25,6 +27,7 @@
 #include "lnet/nid.h"
 #include "lnet/rpc_client.h"
 #include "tools/fs_connect.h"
+#include "tools/lctl_scrub.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
 
@@ -41,6 +44,9 @@ void PrintHelp(FILE* out) {
              "  set_param [-P] NAME=VALUE... set tunables (always persistent, on the MGS)\n"
              "  list_nids                    show this host's NIDs\n"
              "  ping NID [TIMEOUT_SECONDS]   check that a Stria service answers at NID\n"
+             "  scrub [--ost INDEX] [--timeout SECONDS]\n"
+             "                               verify every object's checksums on the OSTs\n"
+             "                               (all OSTs by default); exit 5 when corrupt\n"
              "  --version                    show the version\n"
              "Without --mgs, lctl uses the MGS of the first Stria filesystem mounted here.\n",
              out);
@@ -241,6 +247,14 @@ int Ping(int argc, char** argv) {
   return 0;
 }
 
+int Scrub(const std::string& mgs, int argc, char** argv) {
+  Result<ScrubArgs> args = ParseScrubArgs(argc, argv);
+  if (!args.ok()) return Usage(args.status().message().c_str());
+  std::unique_ptr<client::Client> conn;
+  if (int rc = ConnectOrReport(mgs, &conn); rc != 0) return rc;
+  return LctlScrub(conn.get(), *args);
+}
+
 }  // namespace
 }  // namespace stria::tools
 
@@ -280,5 +294,6 @@ int main(int argc, char** argv) {
   if (cmd == "dl" || cmd == "device_list") return Dl(mgs, nsub, sub);
   if (cmd == "get_param") return GetParam(mgs, nsub, sub);
   if (cmd == "set_param") return SetParam(mgs, nsub, sub);
+  if (cmd == "scrub") return Scrub(mgs, nsub, sub);
   return Usage(("unknown command '" + cmd + "'").c_str());
 }

@@ -8,6 +8,7 @@ namespace stria::oss::internal {
 
 OpenFile::~OpenFile() {
   if (fd_ >= 0) ::close(fd_);
+  if (crc_fd_ >= 0) ::close(crc_fd_);
 }
 
 FdCache::FdCache(size_t capacity) {

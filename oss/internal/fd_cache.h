@@ -1,7 +1,8 @@
 // FdCache: a small, bounded LRU of open object descriptors, shared by the RPC workers.
 //
 // The OSS process may hold at most ~20,000 descriptors while an OST holds millions of
-// objects, so descriptors are cached, never kept one per object. Entries are reference
+// objects, so descriptors are cached, never kept one per object. An entry is one object: its
+// data file and its checksum sidecar (internal/chunk_crc.h), two descriptors. Entries are reference
 // counted (FileRef): eviction drops the cache's reference and the descriptor closes when the
 // last request using it finishes, so the number open is at most capacity plus the requests
 // in flight. The cache is split into shards, each with its own mutex and LRU list.
@@ -42,15 +43,17 @@ struct ObjKeyHash {
   }
 };
 
-// An open object file; closes the descriptor when the last reference goes.
+// An open object: its data file and its checksum sidecar; closes both descriptors when the
+// last reference goes.
 class OpenFile {
  public:
-  explicit OpenFile(int fd) : fd_(fd) {}
+  OpenFile(int fd, int crc_fd) : fd_(fd), crc_fd_(crc_fd) {}
   ~OpenFile();
   OpenFile(const OpenFile&) = delete;
   OpenFile& operator=(const OpenFile&) = delete;
 
   int fd() const { return fd_; }
+  int crc_fd() const { return crc_fd_; }
 
   // Set when this descriptor created the file: its directory entry is not yet durable, so
   // the next fsync of the object also fsyncs the parent directory.
@@ -58,13 +61,14 @@ class OpenFile {
 
  private:
   int fd_;
+  int crc_fd_;
 };
 
 using FileRef = std::shared_ptr<OpenFile>;
 
 class FdCache {
  public:
-  // capacity >= 1: the most descriptors the cache itself keeps open.
+  // capacity >= 1: the most objects (two descriptors each) the cache itself keeps open.
   explicit FdCache(size_t capacity);
 
   // The cached file for `key`, or the result of `open` (called under the shard lock; a
