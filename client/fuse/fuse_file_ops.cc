@@ -113,14 +113,18 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   if (fh->layout.objects_size() == 0) return Status(Code::kIO, "file has no stripe objects");
   if (fh->sync_writes) {
     STRIA_RETURN_IF_ERROR(client_->Write(fh->layout, offset, data, /*sync=*/true));
+    fh->inode->NoteAcked(offset + data.size());
   } else {
     // The data is copied and written in the background; flush, fsync, close, reads and
     // truncates wait for it (Drain) and report its errors.
     Client* client = client_;
     STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Submit(
         &write_pool_, offset, data,
-        [client, layout = fh->layout](uint64_t off, std::span<const uint8_t> bytes) {
-          return client->Write(layout, off, bytes, /*sync=*/false);
+        [client, layout = fh->layout, inode = fh->inode](uint64_t off,
+                                                         std::span<const uint8_t> bytes) {
+          Status st = client->Write(layout, off, bytes, /*sync=*/false);
+          if (st.ok()) inode->NoteAcked(off + bytes.size());
+          return st;
         }));
   }
   fh->inode->NoteWrite(offset + data.size());
@@ -147,7 +151,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   // wrote: new writes since the last report (the MDS then takes max(size) and the mtime).
   cr.set_wrote(dirty);
   if (dirty) {
-    cr.set_size(fh->inode->written_end.load());
+    cr.set_size(fh->inode->acked_end.load());  // only bytes the OSTs acknowledged
     cr.set_mtime_ns(fh->mtime_ns.load());
   }
   proto::AttrReply rep;

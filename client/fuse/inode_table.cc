@@ -27,9 +27,12 @@ void Inode::NoteWrite(uint64_t end) {
   AtomicMax(written_end, end);
 }
 
+void Inode::NoteAcked(uint64_t end) { AtomicMax(acked_end, end); }
+
 void Inode::NoteTruncate(uint64_t size) {
   known_size.store(size);
   written_end.store(size);
+  acked_end.store(size);
 }
 
 uint64_t Inode::ReportedSize(uint64_t mds_size) const {
