@@ -102,7 +102,7 @@ Status StriaFs::DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint
 }
 
 Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
-  STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Drain());  // read what this client wrote
+  STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());  // read what this client wrote
   const uint64_t size = fh->inode->known_size.load();
   if (offset >= size || fh->layout.objects_size() == 0) return size_t{0};
   return client_->Read(fh->layout, size, offset, buf);
@@ -123,7 +123,11 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
         [client, layout = fh->layout, inode = fh->inode](uint64_t off,
                                                          std::span<const uint8_t> bytes) {
           Status st = client->Write(layout, off, bytes, /*sync=*/false);
-          if (st.ok()) inode->NoteAcked(off + bytes.size());
+          if (st.ok()) {
+            inode->NoteAcked(off + bytes.size());
+          } else {
+            inode->write_failed.store(true);
+          }
           return st;
         }));
   }
@@ -138,7 +142,7 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
 
 Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   // Sizes are reported only for data that reached the OSTs.
-  Status drained = fh->inode->write_behind.Drain();
+  Status drained = fh->inode->DrainWrites();
   if (!drained.ok() && !close) return drained;
   std::lock_guard lock(fh->report_mu);
   const bool dirty = fh->dirty.exchange(false);
@@ -169,7 +173,7 @@ Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
 }
 
 Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
-  STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Drain());
+  STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());
   if (fh->layout.objects_size() > 0) STRIA_RETURN_IF_ERROR(client_->SyncObjects(fh->layout));
   // The size must be durable too: report what this client wrote (the MDS syncs its WAL).
   if (fh->writable && fh->inode->written_end.load() > 0) fh->dirty.store(true);
@@ -178,7 +182,7 @@ Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
 
 Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
   std::unique_ptr<FileHandle> owned(fh);
-  Status written = fh->inode->write_behind.Drain();
+  Status written = fh->inode->DrainWrites();
   Status st = ReportSize(req, fh, /*close=*/true);
   if (st.ok()) st = written;
   if (fh->writable) fh->inode->writers.fetch_sub(1);

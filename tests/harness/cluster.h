@@ -73,6 +73,11 @@ CommandResult RunCommand(const std::vector<std::string>& argv, std::string_view 
 // kernel with netns and veth). `why` says what failed.
 bool NetnsUsable(std::string* why);
 
+// iproute2's `ip`, and running it (an error carries its stderr). Used by the netns support
+// (tests/harness/cluster_faults.cc).
+extern const char* const kIpPath;
+Status RunIp(const std::vector<std::string>& args);
+
 // The path of a Stria binary in the build's bin dir ("stria-mds", "lfs", ...). The
 // STRIA_BIN_DIR environment variable overrides the compiled-in directory.
 std::string BinPath(std::string_view name);
