@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "mds/internal/layout_alloc.h"
 #include "mds/mds_test_util.h"
 #include "mds/schema.h"
 
@@ -135,6 +136,83 @@ TEST(LayoutAllocTest, SilentOstsGetNoNewObjects) {
   auto all = CreateWith(f, "all", -1, -1);  // none fresh: all active ones
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->objects_size(), 3);
+}
+
+// A heartbeat from OST `idx` reporting `free_bytes` of `total` bytes free.
+void Heartbeat(MdsFixture& f, uint32_t idx, uint64_t free_bytes, uint64_t total) {
+  proto::RegisterOstRequest req;
+  req.set_fsname(f.ns().fsname());
+  req.set_index(idx);
+  req.set_uuid("ost" + std::to_string(idx));
+  req.set_nid("127.0.0.1@tcp:" + std::to_string(9000 + idx));
+  req.set_bytes_free(free_bytes);
+  req.set_bytes_total(total);
+  proto::RegisterOstReply rep;
+  Status st = RegisterOst(f.ns(), req, &rep);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+TEST(LayoutAllocTest, NearlyFullThresholdIsSmallerOf64MiBAndOneInAThousand) {
+  proto::OstInfo i;
+  EXPECT_FALSE(OstNearlyFull(i));  // never reported: not full
+  i.set_bytes_total(1ull << 40);    // 1 TiB: the reserve is 64 MiB
+  i.set_bytes_free((64ull << 20) - 1);
+  EXPECT_TRUE(OstNearlyFull(i));
+  i.set_bytes_free(64ull << 20);
+  EXPECT_FALSE(OstNearlyFull(i));
+  i.set_bytes_total(32ull << 20);  // 32 MiB: the reserve is 0.1%, 33554 bytes
+  i.set_bytes_free(33554 - 1);
+  EXPECT_TRUE(OstNearlyFull(i));
+  i.set_bytes_free(33554);
+  EXPECT_FALSE(OstNearlyFull(i));
+  i.set_bytes_free(0);
+  EXPECT_TRUE(OstNearlyFull(i));
+}
+
+TEST(LayoutAllocTest, FullOstsGetNoNewObjectsUntilEveryOstIsFull) {
+  MdsFixture f;
+  f.AddOsts(4);
+  constexpr uint64_t kTotal = 1ull << 30;
+  for (uint32_t i = 0; i < 4; ++i) Heartbeat(f, i, kTotal / 2, kTotal);
+  Heartbeat(f, 1, 1 << 20, kTotal);  // 1 MiB of 1 GiB free: below the 0.1% reserve
+  std::map<uint32_t, int> used;
+  for (int i = 0; i < 12; ++i) {
+    auto l = CreateWith(f, "one" + std::to_string(i), 1, -1);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    used[l->objects(0).ost_idx()]++;
+  }
+  EXPECT_EQ(used.count(1), 0u) << "a full OST got a new object";
+  EXPECT_EQ(used.size(), 3u);
+  auto wide = CreateWith(f, "wide", -1, -1);  // every OST with room
+  ASSERT_TRUE(wide.ok());
+  EXPECT_EQ(wide->objects_size(), 3);
+  for (const auto& o : wide->objects()) EXPECT_NE(o.ost_idx(), 1u);
+  auto four = CreateWith(f, "four", 4, -1);  // clamped to the OSTs with room
+  ASSERT_TRUE(four.ok());
+  EXPECT_EQ(four->objects_size(), 3);
+  auto asked = CreateWith(f, "asked", 1, 1);  // an explicit offset is honoured
+  ASSERT_TRUE(asked.ok());
+  EXPECT_EQ(asked->objects(0).ost_idx(), 1u);
+
+  // Space comes back: OST 1 is used again.
+  Heartbeat(f, 1, kTotal / 2, kTotal);
+  std::set<uint32_t> again;
+  for (int i = 0; i < 8; ++i) {
+    auto l = CreateWith(f, "back" + std::to_string(i), 1, -1);
+    ASSERT_TRUE(l.ok());
+    again.insert(l->objects(0).ost_idx());
+  }
+  EXPECT_EQ(again.size(), 4u);
+
+  // Every OST full: the allocator falls back to all of them rather than refusing.
+  for (uint32_t i = 0; i < 4; ++i) Heartbeat(f, i, 0, kTotal);
+  std::set<uint32_t> full;
+  for (int i = 0; i < 8; ++i) {
+    auto l = CreateWith(f, "full" + std::to_string(i), 1, -1);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    full.insert(l->objects(0).ost_idx());
+  }
+  EXPECT_EQ(full.size(), 4u);
 }
 
 }  // namespace

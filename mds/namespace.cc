@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <chrono>
+#include <filesystem>
 #include <vector>
 
 #include "common/log.h"
@@ -61,6 +62,19 @@ Result<std::unique_ptr<Namespace>> Namespace::Open(const NamespaceOptions& optio
   }
   std::unique_ptr<Namespace> ns(new Namespace());
   ns->gateway_ = gateway;
+  // "Empty" means no files at all: a directory holding files but no RocksDB CURRENT is a
+  // damaged MDS (or something else), and RocksDB would silently start a new database over
+  // it, so it is refused rather than formatted.
+  {
+    std::error_code ec;
+    const bool has_files = std::filesystem::is_directory(options.data_dir, ec) &&
+                           !std::filesystem::is_empty(options.data_dir, ec);
+    if (has_files && !std::filesystem::exists(options.data_dir + "/CURRENT", ec)) {
+      return Status(Code::kCorrupt, options.data_dir +
+                                        " is not empty but has no RocksDB CURRENT file: a "
+                                        "damaged MDS directory, or not one; refusing to format it");
+    }
+  }
   rocksdb::Options db_options;
   db_options.create_if_missing = options.format_if_empty;
   db_options.max_open_files = 512;
@@ -73,6 +87,13 @@ Result<std::unique_ptr<Namespace>> Namespace::Open(const NamespaceOptions& optio
   if (!stored) {
     if (!options.format_if_empty) {
       return Status(Code::kNoEnt, options.data_dir + " holds no Stria MDS");
+    }
+    std::unique_ptr<rocksdb::Iterator> it(ns->db_->NewIterator(rocksdb::ReadOptions()));
+    it->SeekToFirst();
+    if (it->Valid()) {
+      return Status(Code::kCorrupt, options.data_dir +
+                                        " holds a database without a Stria superblock; "
+                                        "refusing to format it");
     }
     STRIA_RETURN_IF_ERROR(ns->Format(options.fsname));
     LOG_INFO("formatted MDS for filesystem '{}' in {}", options.fsname, options.data_dir);

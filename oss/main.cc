@@ -2,10 +2,12 @@
 //
 //   stria-oss --mgs NIDLIST --ost INDEX:DIR [--ost INDEX:DIR ...] [--listen NID]
 //             [--port-file FILE] [--threads N] [--max-open-files N] [--log-level LVL]
+//             [--heartbeat-ms MS]
 //
 // Serves each OST directory (formatted on first use with the MGS's fsname), registers them
-// with the MGS every 5 s, and stops cleanly on SIGTERM/SIGINT. Exit 1 on bad options or an
-// OST directory that belongs elsewhere.
+// with the MGS every 5 s, and stops cleanly on SIGTERM/SIGINT. Exit 1 on bad options, an
+// OST directory that belongs elsewhere (a corrupt ost.meta, another index), or an OST the
+// MGS refuses (another filesystem's, or an index another OST directory holds).
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -50,6 +52,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> ost_args;
   int threads = 8;
   size_t max_open_files = 512;
+  int heartbeat_ms = 5'000;
   app.add_option("--mgs", mgs, "MGS NID list, e.g. 127.0.0.1@tcp:988[,NID...]")->required();
   app.add_option("--ost", ost_args, "an OST to serve, INDEX:DIR (repeatable)")->required();
   app.add_option("--listen", listen, "NID to listen on (port 0 = any free port)")
@@ -63,6 +66,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(size_t{1}, size_t{16384}))
       ->capture_default_str();
   app.add_option("--log-level", log_level, "trace, debug, info, warn or error");
+  app.add_option("--heartbeat-ms", heartbeat_ms,
+                 "how often each OST re-registers with the MGS, with its free space (ms)")
+      ->check(CLI::Range(100, 60'000))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -94,6 +101,7 @@ int main(int argc, char** argv) {
     options.osts.push_back(*spec);
   }
   options.threads = threads;
+  options.heartbeat_ms = heartbeat_ms;
   options.store.max_open_files = max_open_files;
 
   // Block the stop signals in every thread; the main thread waits for them below.
@@ -119,8 +127,20 @@ int main(int argc, char** argv) {
     }
   }
 
+  // Wait for a stop signal, checking meanwhile that the MGS has not refused an OST (another
+  // filesystem's, or an index another directory holds): such an OSS must not serve.
   int sig = 0;
-  while (sigwait(&stop_signals, &sig) != 0) {
+  for (;;) {
+    const timespec tick{0, 200'000'000};
+    sig = sigtimedwait(&stop_signals, nullptr, &tick);
+    if (sig > 0) break;
+    Status fatal = (*oss)->fatal();
+    if (!fatal.ok()) {
+      LOG_ERROR("{}; stopping", fatal.ToString());
+      fmt::print(stderr, "stria-oss: {}\n", fatal.ToString());
+      (*oss)->Stop();
+      return 1;
+    }
   }
   LOG_INFO("signal {} received; stopping", sig);
   (*oss)->Stop();

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 
 #include <charconv>
+#include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
@@ -84,6 +85,16 @@ Status OssServer::Init() {
     Result<OstMeta> meta = ReadOstMeta(s.dir);
     if (!meta.ok()) {
       if (meta.status().code() != Code::kNoEnt) return meta.status();
+      // Unformatted: only an empty directory (a fresh file system's lost+found aside) is
+      // formatted; anything else is a damaged OST (ost.meta lost) or not an OST at all.
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(s.dir, ec)) {
+        if (e.path().filename() == "lost+found") continue;
+        return Status(Code::kCorrupt, s.dir + " is not empty but has no " +
+                                          std::string(kOstMetaFile) +
+                                          ": a damaged OST directory, or not one; refusing to "
+                                          "format it");
+      }
       continue;
     }
     STRIA_RETURN_IF_ERROR(CheckOstMeta(s.dir, *meta, s.index, {}));
@@ -145,6 +156,15 @@ Status OssServer::Init() {
   registrar_ = std::make_unique<Registrar>(
       ropts, [this](uint32_t index, const std::string& mgs_fsname) {
         return FormatPending(index, mgs_fsname);
+      },
+      [this](uint32_t index, uint64_t* free_bytes, uint64_t* total_bytes) {
+        auto store = service_.Find(index);
+        if (!store.ok()) return false;
+        auto sf = (*store)->Statfs();
+        if (!sf.ok()) return false;
+        *free_bytes = sf->bavail * sf->bsize;
+        *total_bytes = sf->blocks * sf->bsize;
+        return true;
       });
   for (const auto& [index, meta] : announce) registrar_->SetOst(index, meta.uuid, meta.fsname);
   registrar_->Start();

@@ -56,6 +56,8 @@ class OssServer {
   // bound port).
   const std::string& nid() const { return nid_; }
   OssService& service() { return service_; }
+  // Not OK once the MGS refused one of the OSTs for good (Registrar::fatal).
+  Status fatal() const { return registrar_ ? registrar_->fatal() : Status::Ok(); }
 
   void Stop();
 

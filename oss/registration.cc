@@ -7,8 +7,8 @@
 
 namespace stria::oss {
 
-Registrar::Registrar(RegistrationOptions options, FormatFn format)
-    : options_(std::move(options)), format_(std::move(format)) {
+Registrar::Registrar(RegistrationOptions options, FormatFn format, SpaceFn space)
+    : options_(std::move(options)), format_(std::move(format)), space_(std::move(space)) {
   for (const lnet::Nid& nid : options_.mgs_nids) {
     lnet::ClientOptions co;
     co.connect_timeout_ms = std::min(1'000, options_.rpc_deadline_ms);
@@ -65,6 +65,11 @@ Status Registrar::RegisterOne(Ost& ost) {
   req.set_index(ost.index);
   req.set_nid(options_.nid);
   req.set_uuid(ost.uuid);
+  uint64_t free_bytes = 0, total_bytes = 0;
+  if (space_ && space_(ost.index, &free_bytes, &total_bytes)) {
+    req.set_bytes_free(free_bytes);
+    req.set_bytes_total(total_bytes);
+  }
   proto::RegisterOstReply rep;
   STRIA_RETURN_IF_ERROR(CallMgs(proto::OP_MGS_REGISTER_OST, req, &rep));
   if (rep.fsname() != ost.fsname) {
@@ -95,6 +100,10 @@ Status Registrar::RegisterAll() {
           last_error = o.last_error;
           o.registered = st.ok();
           o.last_error = st.code();
+          if ((st.code() == Code::kWrongFs || st.code() == Code::kExist) && fatal_.ok()) {
+            fatal_ = Status(st.code(), "OST " + std::to_string(ost.index) +
+                                           " refused by the MGS: " + st.message());
+          }
         }
       }
     }
@@ -115,6 +124,11 @@ Status Registrar::RegisterAll() {
     }
   }
   return overall;
+}
+
+Status Registrar::fatal() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fatal_;
 }
 
 void Registrar::Start() {

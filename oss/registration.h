@@ -7,7 +7,9 @@
 // never a stuck OSS. An OST not formatted yet (announced with an empty fsname) first asks the
 // MGS for its configuration (OP_MGS_GET_CONFIG, for the fsname), has the Format callback
 // format it with that fsname, and is then registered like the others; the fsname in the
-// MGS's RegisterOstReply is checked against the OST's own.
+// MGS's RegisterOstReply is checked against the OST's own. Each registration carries the
+// OST's free and total bytes (the Space callback), which the MDS allocator uses to avoid
+// full OSTs.
 //
 // Thread-safety: SetOst/RegisterAll/Start/Stop from any thread; the callback runs on the
 // thread doing a round, never concurrently with itself (rounds are serialized).
@@ -40,8 +42,10 @@ class Registrar {
  public:
   // Formats unformatted OST `index` for the MGS's filesystem; returns the stored meta.
   using FormatFn = std::function<Result<OstMeta>(uint32_t index, const std::string& fsname)>;
+  // The free and total bytes of OST `index` now; false when unknown (then 0/0 is sent).
+  using SpaceFn = std::function<bool(uint32_t index, uint64_t* free, uint64_t* total)>;
 
-  Registrar(RegistrationOptions options, FormatFn format);
+  Registrar(RegistrationOptions options, FormatFn format, SpaceFn space = {});
   ~Registrar();  // Stop()s
   Registrar(const Registrar&) = delete;
   Registrar& operator=(const Registrar&) = delete;
@@ -57,6 +61,11 @@ class Registrar {
 
   // Stops the thread; idempotent.
   void Stop();
+
+  // Not OK once the MGS refused an OST for good: it names another filesystem (kWrongFs) or
+  // another OST directory holds its index (kExist). The OSS must not serve it: stria-oss
+  // exits with this message.
+  Status fatal();
 
  private:
   struct Ost {
@@ -75,6 +84,7 @@ class Registrar {
 
   const RegistrationOptions options_;
   const FormatFn format_;
+  const SpaceFn space_;
   std::vector<std::unique_ptr<lnet::RpcClient>> clients_;  // one per MGS NID
   size_t preferred_ = 0;                                   // used by one thread at a time
 
@@ -82,6 +92,7 @@ class Registrar {
   std::condition_variable cv_;
   std::vector<Ost> osts_;  // GUARDED_BY(mu_)
   bool stop_ = false;      // GUARDED_BY(mu_)
+  Status fatal_;           // GUARDED_BY(mu_)
   std::mutex round_mu_;    // serializes rounds (RegisterAll vs the thread); taken before mu_
   std::thread thread_;
 };

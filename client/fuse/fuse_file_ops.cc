@@ -103,7 +103,7 @@ Status StriaFs::DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint
 }
 
 Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
-  STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Drain());  // read what this client wrote
+  STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());  // read what this client wrote
   fh->atime_ns.store(NowNs());  // reported at close (relatime, mds/ops/open_close.cc)
   const uint64_t size = fh->inode->known_size.load();
   if (offset >= size || fh->layout.objects_size() == 0) return size_t{0};
@@ -115,14 +115,22 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   if (fh->layout.objects_size() == 0) return Status(Code::kIO, "file has no stripe objects");
   if (fh->sync_writes) {
     STRIA_RETURN_IF_ERROR(client_->Write(fh->layout, offset, data, /*sync=*/true));
+    fh->inode->NoteAcked(offset + data.size());
   } else {
     // The data is copied and written in the background; flush, fsync, close, reads and
     // truncates wait for it (Drain) and report its errors.
     Client* client = client_;
     STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Submit(
         &write_pool_, offset, data,
-        [client, layout = fh->layout](uint64_t off, std::span<const uint8_t> bytes) {
-          return client->Write(layout, off, bytes, /*sync=*/false);
+        [client, layout = fh->layout, inode = fh->inode](uint64_t off,
+                                                         std::span<const uint8_t> bytes) {
+          Status st = client->Write(layout, off, bytes, /*sync=*/false);
+          if (st.ok()) {
+            inode->NoteAcked(off + bytes.size());
+          } else {
+            inode->write_failed.store(true);
+          }
+          return st;
         }));
   }
   fh->inode->NoteWrite(offset + data.size());
@@ -137,7 +145,7 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
 
 Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   // Sizes are reported only for data that reached the OSTs.
-  Status drained = fh->inode->write_behind.Drain();
+  Status drained = fh->inode->DrainWrites();
   if (!drained.ok() && !close) return drained;
   std::lock_guard lock(fh->report_mu);
   const bool dirty = fh->dirty.exchange(false);
@@ -151,7 +159,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   cr.set_wrote(dirty);
   if (close) cr.set_atime_ns(fh->atime_ns.load());
   if (dirty) {
-    cr.set_size(fh->inode->written_end.load());
+    cr.set_size(fh->inode->acked_end.load());  // only bytes the OSTs acknowledged
     cr.set_mtime_ns(fh->mtime_ns.load());
   }
   proto::AttrReply rep;
@@ -172,7 +180,7 @@ Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
 }
 
 Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
-  STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Drain());
+  STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());
   if (fh->layout.objects_size() > 0) STRIA_RETURN_IF_ERROR(client_->SyncObjects(fh->layout));
   // The size must be durable too: report what this client wrote (the MDS syncs its WAL).
   if (fh->writable && fh->inode->written_end.load() > 0) fh->dirty.store(true);
@@ -181,7 +189,7 @@ Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
 
 Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
   std::unique_ptr<FileHandle> owned(fh);
-  Status written = fh->inode->write_behind.Drain();
+  Status written = fh->inode->DrainWrites();
   Status st = ReportSize(req, fh, /*close=*/true);
   if (st.ok()) st = written;
   if (fh->writable) fh->inode->writers.fetch_sub(1);

@@ -124,7 +124,7 @@ Result<proto::Layout> StriaFs::LayoutOf(fuse_req_t req, uint64_t ino) {
 Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout,
                          uint64_t size, proto::SetattrRequest* sr, proto::AttrReply* rep) {
   if (layout.objects_size() > 0) {
-    if (auto inode = inodes_.Get(ino)) STRIA_RETURN_IF_ERROR(inode->write_behind.Drain());
+    if (auto inode = inodes_.Get(ino)) STRIA_RETURN_IF_ERROR(inode->DrainWrites());
     STRIA_RETURN_IF_ERROR(client_->TruncateObjects(layout, size));
   }
   if (auto inode = inodes_.Get(ino)) inode->NoteTruncate(size);

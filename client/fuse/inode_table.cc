@@ -14,11 +14,12 @@ void AtomicMax(std::atomic<uint64_t>& a, uint64_t v) {
 
 }  // namespace
 
-void Inode::ObserveMdsSize(uint64_t mds_size) {
+void Inode::ObserveMdsSize(uint64_t size) {
+  mds_size.store(size);
   if (writers.load() > 0) {
-    AtomicMax(known_size, mds_size);
+    AtomicMax(known_size, size);
   } else {
-    known_size.store(mds_size);
+    known_size.store(size);
   }
 }
 
@@ -27,9 +28,20 @@ void Inode::NoteWrite(uint64_t end) {
   AtomicMax(written_end, end);
 }
 
+void Inode::NoteAcked(uint64_t end) { AtomicMax(acked_end, end); }
+
+Status Inode::DrainWrites() {
+  Status st = write_behind.Drain();
+  if (write_failed.exchange(false)) {
+    known_size.store(std::max(mds_size.load(), acked_end.load()));
+  }
+  return st;
+}
+
 void Inode::NoteTruncate(uint64_t size) {
   known_size.store(size);
   written_end.store(size);
+  acked_end.store(size);
 }
 
 uint64_t Inode::ReportedSize(uint64_t mds_size) const {

@@ -36,8 +36,16 @@ struct Inode {
   // Size this client knows: the MDS size, raised by writes made here while the file is open
   // for writing (reads clamp to it; getattr reports max(MDS size, it) while writers > 0).
   std::atomic<uint64_t> known_size{0};
-  // Highest end written through this client since the last truncate (reported at close).
+  // Highest end written through this client since the last truncate.
   std::atomic<uint64_t> written_end{0};
+  // Highest end of a write the OSTs acknowledged since the last truncate: the size reported
+  // at flush/fsync/close, so a write that failed (ENOSPC, EIO) never makes the size claim
+  // bytes that were not stored.
+  std::atomic<uint64_t> acked_end{0};
+  // The size in the latest MDS reply seen (ObserveMdsSize).
+  std::atomic<uint64_t> mds_size{0};
+  // A background write failed since the last DrainWrites: known_size may count its bytes.
+  std::atomic<bool> write_failed{false};
   // Open handles of this client that may write.
   std::atomic<int> writers{0};
   // Time of the latest write made here (reported to the MDS at flush/close): getattr shows
@@ -54,6 +62,12 @@ struct Inode {
   void ObserveMdsSize(uint64_t mds_size);
   // Raises known_size and written_end to `end` after a write.
   void NoteWrite(uint64_t end);
+  // Raises acked_end to `end` once a write up to it succeeded on the OSTs.
+  void NoteAcked(uint64_t end);
+  // Waits for the writes in flight (write_behind.Drain) and returns their first error; if
+  // one failed, known_size drops back to what is stored (max of the MDS size and acked_end),
+  // so neither getattr nor reads claim the bytes of a failed write.
+  Status DrainWrites();
   // After a truncate to `size` made by this client.
   void NoteTruncate(uint64_t size);
   // The size getattr should report for an MDS size.

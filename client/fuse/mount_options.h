@@ -10,6 +10,8 @@
 //   max_threads=N       FUSE worker threads at most, default 64
 //   idle_threads=N      FUSE worker threads kept idle, default 16
 //   connect_timeout=S   seconds to reach the MGS at mount time, default 15
+//   timeout=S           seconds an unanswered MDS/OST request is resent (servers down,
+//                       network partitioned) before the syscall fails with EIO, default 300
 //   log=FILE            the daemon's log once in the background (default: none)
 //   log_level=LEVEL     trace, debug, info, warn, error
 //   noallow_other       do not add allow_other
@@ -32,6 +34,7 @@ struct MountOptions {
   int max_threads = 64;
   int idle_threads = 16;
   int connect_timeout_s = 15;
+  int timeout_s = 300;
   std::string log_file;
   std::string log_level;
 

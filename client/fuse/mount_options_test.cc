@@ -36,6 +36,17 @@ TEST(MountOptions, BadValues) {
   EXPECT_FALSE(ParseMountOptions({"io_threads=abc"}, "a@tcp:/fs", true).ok());
   EXPECT_FALSE(ParseMountOptions({"connect_timeout="}, "a@tcp:/fs", true).ok());
   EXPECT_FALSE(ParseMountOptions({"log="}, "a@tcp:/fs", true).ok());
+  EXPECT_FALSE(ParseMountOptions({"timeout=0"}, "a@tcp:/fs", true).ok());
+}
+
+TEST(MountOptions, Timeout) {
+  auto d = ParseMountOptions({}, "a@tcp:/fs", true);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->timeout_s, 300);
+  auto m = ParseMountOptions({"timeout=7"}, "a@tcp:/fs", true);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->timeout_s, 7);
+  EXPECT_EQ(m->FuseOptString().find("timeout"), std::string::npos);  // not passed to libfuse
 }
 
 }  // namespace

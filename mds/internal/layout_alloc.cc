@@ -1,5 +1,6 @@
 #include "mds/internal/layout_alloc.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -7,6 +8,22 @@
 #include "mds/schema.h"
 
 namespace stria::mds {
+
+bool OstNearlyFull(const proto::OstInfo& info) {
+  if (info.bytes_total() == 0) return false;
+  const uint64_t reserve = std::min(kOstReservedBytes, info.bytes_total() / kOstReservedFraction);
+  return info.bytes_free() < reserve;
+}
+
+std::vector<uint32_t> OstsWithRoom(const std::map<uint32_t, OstState>& osts,
+                                   const std::vector<uint32_t>& active) {
+  std::vector<uint32_t> room;
+  for (uint32_t idx : active) {
+    auto it = osts.find(idx);
+    if (it != osts.end() && !OstNearlyFull(it->second.info)) room.push_back(idx);
+  }
+  return room.empty() ? active : room;
+}
 
 proto::Layout BuiltinDefaultLayout() {
   proto::Layout l;
@@ -81,7 +98,11 @@ Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Lay
     if (txn.now() - static_cast<int64_t>(st.info.last_seen_ns()) < kOstStaleNs) fresh.push_back(idx);
   }
   if (active.empty()) return Status(Code::kNoSpc, "no OSTs registered");
-  if (!fresh.empty() && l.stripe_offset() < 0) active = std::move(fresh);
+  if (l.stripe_offset() < 0) {
+    // The MDS chooses: OSTs alive and with room first.
+    if (!fresh.empty()) active = std::move(fresh);
+    active = OstsWithRoom(osts, active);
+  }
   const uint32_t n = static_cast<uint32_t>(active.size());
   uint32_t count = l.stripe_count() < 0 ? n : static_cast<uint32_t>(l.stripe_count());
   if (count == 0) count = 1;

@@ -7,11 +7,18 @@
 // most specific layout present (-1 = the MDS chooses). stripe_count -1 means every active
 // OST; a count above the number of active OSTs is clamped to it. A chosen start goes round
 // robin over the active OSTs that sent a heartbeat (OP_MGS_REGISTER_OST) within
-// kOstStaleNs, or over all active ones when none did (a cursor kept in memory); a given stripe_offset must name an
-// active OST (EINVAL otherwise). Object ids come from each OST's counter in the Txn, so they
-// are persisted in the create's own batch and never reused.
+// kOstStaleNs, or over all active ones when none did (a cursor kept in memory); a given
+// stripe_offset must name an active OST (EINVAL otherwise). OSTs that are nearly full
+// (OstNearlyFull, from the free space each heartbeat reports) are left out of a chosen start
+// and of the stripes after it, as Lustre leaves out degraded/full OSTs, unless every
+// candidate is full (then they are used, and the writes get ENOSPC). Leaving OSTs out can
+// clamp stripe_count to the number of OSTs with room. Object ids come from each OST's counter
+// in the Txn, so they are persisted in the create's own batch and never reused.
 // Thread-safety: REQUIRES the Namespace mutex (through the Txn).
 #pragma once
+
+#include <map>
+#include <vector>
 
 #include "mds/txn.h"
 
@@ -20,6 +27,18 @@ namespace stria::mds {
 // An OST silent for this long gets no new objects while others are alive (OSSes heartbeat
 // every 5 s).
 inline constexpr int64_t kOstStaleNs = 30'000'000'000;
+
+// An OST is nearly full when its last heartbeat reported less free space than
+// min(kOstReservedBytes, total / kOstReservedFraction): 64 MiB, or 0.1% on OSTs under 64 GiB.
+// OSTs that never reported space (0/0) are never full.
+inline constexpr uint64_t kOstReservedBytes = 64ull << 20;
+inline constexpr uint64_t kOstReservedFraction = 1000;
+bool OstNearlyFull(const proto::OstInfo& info);
+
+// The OSTs new objects may go to, in index order: of the `active` ones (ascending indexes),
+// those that are not nearly full, or all of them when every one is. Exposed for tests.
+std::vector<uint32_t> OstsWithRoom(const std::map<uint32_t, OstState>& osts,
+                                   const std::vector<uint32_t>& active);
 
 // The built-in filesystem default: RAID-0, stripe_count 1, stripe_size 4 MiB, offset -1.
 proto::Layout BuiltinDefaultLayout();

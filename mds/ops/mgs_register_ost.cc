@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "common/log.h"
+#include "mds/internal/layout_alloc.h"
 #include "mds/ops/ops.h"
 #include "mds/txn.h"
 
@@ -53,6 +54,16 @@ Status RegisterOst(Namespace& ns, const proto::RegisterOstRequest& req,
   info.set_nid(req.nid());
   info.set_active(true);
   info.set_last_seen_ns(txn.now());
+  if (req.bytes_total() != 0 && req.bytes_free() <= req.bytes_total()) {
+    const bool was_full = OstNearlyFull(info);
+    info.set_bytes_free(req.bytes_free());
+    info.set_bytes_total(req.bytes_total());
+    if (OstNearlyFull(info) != was_full) {
+      LOG_INFO("OST{:04x} is {}: {} of {} bytes free", req.index(),
+               was_full ? "no longer full" : "full (no new objects while others have room)",
+               req.bytes_free(), req.bytes_total());
+    }
+  }
   if (changed) txn.super().config_gen++;
   txn.OstDirty(req.index());
   STRIA_RETURN_IF_ERROR(txn.Commit());

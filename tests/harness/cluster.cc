@@ -270,6 +270,15 @@ Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {
   oss_.resize(options_.num_oss);
   mounts_.resize(std::max(1, options_.num_mounts));
   for (int o = 0; o < num_osts(); ++o) fs::create_directories(ost_dir(o));
+  for (int i : options_.netns_oss) {
+    Netns n;
+    n.oss = i;
+    const std::string id = std::to_string(getpid()) + "x" + std::to_string(i);
+    n.name = "stria-" + options_.tag + "-" + id;
+    n.host_if = "st" + id + "h";  // at most 15 characters
+    n.ns_if = "st" + id + "n";
+    netns_.push_back(n);
+  }
   StartWatchdog();
 }
 
@@ -281,13 +290,22 @@ Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {
 void Cluster::StartWatchdog() {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return;
-  std::vector<std::string> mnts;
-  for (size_t m = 0; m < mounts_.size(); ++m) mnts.push_back(mount_point(static_cast<int>(m)));
+  // Every command is built before fork: after it, only async-signal-safe calls. First the
+  // mounts, then the tmpfs OST dirs, then the network namespaces (their veths go with them).
+  std::vector<std::vector<std::string>> cmds;
+  for (size_t m = 0; m < mounts_.size(); ++m) {
+    cmds.push_back({"/bin/umount", "-l", mount_point(static_cast<int>(m))});
+  }
+  for (auto& [idx, bytes] : options_.tmpfs_ost_bytes) {
+    cmds.push_back({"/bin/umount", "-l", ost_dir(idx)});
+  }
+  for (auto& n : netns_) cmds.push_back({kIpPath, "netns", "del", n.name});
   std::vector<std::vector<char*>> argvs;
-  static const char* kUmount = "/bin/umount";
-  static const char* kLazy = "-l";
-  for (auto& m : mnts) {
-    argvs.push_back({const_cast<char*>(kUmount), const_cast<char*>(kLazy), m.data(), nullptr});
+  for (auto& c : cmds) {
+    std::vector<char*> a;
+    for (auto& w : c) a.push_back(w.data());
+    a.push_back(nullptr);
+    argvs.push_back(std::move(a));
   }
   pid_t pid = fork();
   if (pid < 0) {
@@ -342,6 +360,15 @@ void Cluster::Cleanup() {
     if (oss_[i].pid > 0) StopProc(oss_[i], SIGTERM, "stria-oss").IgnoreError();
   }
   if (mds_.pid > 0) StopProc(mds_, SIGTERM, "stria-mds").IgnoreError();
+  for (const std::string& d : tmpfs_mounts_) {
+    CommandResult r = RunCommand({"/bin/umount", d});
+    if (r.exit_code != 0) RunCommand({"/bin/umount", "-l", d});
+  }
+  tmpfs_mounts_.clear();
+  for (Netns& n : netns_) {
+    if (n.up) RunIp({"netns", "del", n.name}).IgnoreError();  // the veth goes with it
+    n.up = false;
+  }
   if (watchdog_fd_ >= 0) {
     ::close(watchdog_fd_);  // the watchdog finds nothing mounted and exits
     watchdog_fd_ = -1;
@@ -388,6 +415,8 @@ void Cluster::DumpLogs(int lines) const {
 }
 
 Status Cluster::Start() {
+  STRIA_RETURN_IF_ERROR(SetUpTmpfs());
+  STRIA_RETURN_IF_ERROR(SetUpNetns());
   STRIA_RETURN_IF_ERROR(StartMds());
   for (int i = 0; i < options_.num_oss; ++i) STRIA_RETURN_IF_ERROR(StartOss(i));
   STRIA_RETURN_IF_ERROR(WaitForOsts());
@@ -423,7 +452,8 @@ Status Cluster::StartMds() {
   unlink(port_file.c_str());
   std::vector<std::string> argv = {BinPath("stria-mds"), "--fsname", options_.fsname,
                                    "--data", dir_ + "/mds",
-                                   "--listen", "127.0.0.1@tcp:" + std::to_string(mds_port_),
+                                   "--listen", (netns_.empty() ? "127.0.0.1@tcp:" : "0.0.0.0@tcp:") +
+                                                   std::to_string(mds_port_),
                                    "--port-file", port_file};
   argv.insert(argv.end(), options_.mds_args.begin(), options_.mds_args.end());
   STRIA_ASSIGN_OR_RETURN(mds_.pid, Spawn(argv, mds_log()));
@@ -454,9 +484,21 @@ Status Cluster::StartOssLocked(int i) {
   if (p.pid > 0) return Status(Code::kBusy, "stria-oss " + std::to_string(i) + " running");
   std::string port_file = dir_ + "/oss" + std::to_string(i) + ".port";
   unlink(port_file.c_str());
-  std::vector<std::string> argv = {BinPath("stria-oss"), "--mgs", mgs_nid(),
-                                   "--listen", "127.0.0.1@tcp:" + std::to_string(p.port),
-                                   "--port-file", port_file};
+  const Netns* ns = NetnsOf(i);
+  std::vector<std::string> argv;
+  if (ns) {
+    // `ip netns exec` execs the OSS in place (same pid, so signals and PDEATHSIG still work);
+    // it reaches the MGS and is reached over the veth.
+    argv = {kIpPath, "netns", "exec", ns->name, BinPath("stria-oss"),
+            "--mgs", ns->host_addr + "@tcp:" + std::to_string(mds_port_),
+            "--listen", ns->ns_addr + "@tcp:" + std::to_string(p.port)};
+  } else {
+    argv = {BinPath("stria-oss"), "--mgs", mgs_nid(),
+            "--listen", "127.0.0.1@tcp:" + std::to_string(p.port)};
+  }
+  argv.push_back("--port-file");
+  argv.push_back(port_file);
+  for (const auto& a : options_.oss_args) argv.push_back(a);
   for (int k = 0; k < options_.osts_per_oss; ++k) {
     int idx = i * options_.osts_per_oss + k;
     argv.push_back("--ost");
@@ -564,7 +606,9 @@ Status Cluster::WaitForOsts() {
 
 bool Cluster::Mounted(int m) const { return IsMountPoint(mount_point(m)); }
 
-Status Cluster::Mount(int m) {
+Status Cluster::Mount(int m) { return Mount(m, {}); }
+
+Status Cluster::Mount(int m, const std::vector<std::string>& extra_fuse_options) {
   if (m < 0 || m >= static_cast<int>(mounts_.size())) {
     return Status(Code::kInval, "no mount point " + std::to_string(m));
   }
@@ -574,9 +618,11 @@ Status Cluster::Mount(int m) {
   if (p.pid > 0 || Mounted(m)) return Status(Code::kBusy, mnt + " already mounted");
   fs::create_directories(mnt);
   std::vector<std::string> argv = {BinPath("stria-fuse"), device(), mnt, "-f"};
-  if (!options_.fuse_options.empty()) {
+  std::vector<std::string> fuse_options = options_.fuse_options;
+  fuse_options.insert(fuse_options.end(), extra_fuse_options.begin(), extra_fuse_options.end());
+  if (!fuse_options.empty()) {
     std::string o;
-    for (auto& x : options_.fuse_options) o += (o.empty() ? "" : ",") + x;
+    for (auto& x : fuse_options) o += (o.empty() ? "" : ",") + x;
     argv.push_back("-o");
     argv.push_back(o);
   }

@@ -14,6 +14,19 @@
 // SIGKILL). When a test has failed, the destructor prints the tail of each daemon's log.
 // Set STRIA_TEST_KEEP=1 to keep the temporary directory.
 //
+// Fault additions: an OSS can run in its own network namespace (ClusterOptions::netns_oss),
+// reached over a veth pair on a private /30 of 10.211.0.0/16, so CutOss/HealOss can partition
+// it from the MDS and the mounts while it keeps running; an OST can live on a small tmpfs
+// (ClusterOptions::tmpfs_ost_bytes) so it fills up. Namespaces, veths and tmpfs mounts are
+// removed by the destructor and, if the test process dies, by the watchdog.
+//
+// Forks: starting daemons and mounts, RunCommand and the netns set-up fork children that
+// close the descriptors they inherit. Closing a descriptor of a file inside a FUSE mount
+// sends FLUSH, which waits for that file's pending writes; so while this process holds files
+// open in a mount with writes that cannot finish (an OSS down or cut off), do not start
+// processes from it: run such writers in child processes (as fault_kill9_load_test does).
+// CutOss/HealOss do not fork and are safe at any time.
+//
 // Thread-safety: none; drive a Cluster from one thread (the test's).
 #pragma once
 
@@ -39,6 +52,12 @@ struct ClusterOptions {
   std::vector<std::string> fuse_options;  // extra -o options for stria-fuse
   std::vector<std::string> mds_args;      // extra stria-mds arguments (--client-lease-ms 2000)
   int start_timeout_ms = 60'000;          // how long to wait for a daemon or mount to come up
+  // OSS indexes run under `ip netns exec` in a namespace of their own (needs root and
+  // NetnsUsable()); the MDS then listens on 0.0.0.0 so they can register over the veth.
+  std::vector<int> netns_oss;
+  // OST index -> size in bytes of a tmpfs mounted on its directory before the OSS formats it.
+  std::vector<std::pair<int, uint64_t>> tmpfs_ost_bytes;
+  std::vector<std::string> oss_args;      // extra arguments for every stria-oss
 };
 
 // The result of running a command to completion.
@@ -50,6 +69,15 @@ struct CommandResult {
 
 // Runs argv (argv[0] is a path) with the given stdin text, captures stdout and stderr.
 CommandResult RunCommand(const std::vector<std::string>& argv, std::string_view input = {});
+
+// True when this process may create network namespaces and veth pairs (root, iproute2, a
+// kernel with netns and veth). `why` says what failed.
+bool NetnsUsable(std::string* why);
+
+// iproute2's `ip`, and running it (an error carries its stderr). Used by the netns support
+// (tests/harness/cluster_faults.cc).
+extern const char* const kIpPath;
+Status RunIp(const std::vector<std::string>& args);
 
 // The path of a Stria binary in the build's bin dir ("stria-mds", "lfs", ...). The
 // STRIA_BIN_DIR environment variable overrides the compiled-in directory.
@@ -83,9 +111,18 @@ class Cluster {
   pid_t oss_pid(int i) const { return oss_[i].pid; }
   pid_t fuse_pid(int m = 0) const { return mounts_[m].pid; }
 
+  // ---- network partitions (OSSes in ClusterOptions::netns_oss) ----
+  // Takes the host side of OSS i's veth down: nothing reaches it and it reaches nothing,
+  // while its process keeps running. HealOss brings the link back. Neither forks (ioctl).
+  Status CutOss(int i);
+  Status HealOss(int i);
+  bool InNetns(int i) const;
+
   // ---- mounts ----
   // Mounts mount point m (stria-fuse DEVICE <dir>/mntM -f) and waits until it is mounted.
   Status Mount(int m = 0);
+  // The same with more -o options for this mount only (e.g. {"timeout=3"}).
+  Status Mount(int m, const std::vector<std::string>& extra_fuse_options);
   // Unmounts mount point m and waits for its stria-fuse to exit.
   Status Unmount(int m = 0);
   Status Remount(int m = 0);
@@ -113,7 +150,20 @@ class Cluster {
     uint16_t port = 0;  // bound port, reused on restart
   };
 
+  struct Netns {
+    int oss = -1;
+    std::string name;       // the namespace
+    std::string host_if;    // veth end in our namespace
+    std::string ns_if;      // veth end inside
+    std::string host_addr;  // e.g. 10.211.3.9
+    std::string ns_addr;    // e.g. 10.211.3.10
+    bool up = false;        // created
+  };
+
   Status StartOssLocked(int i);
+  Status SetUpNetns();
+  Status SetUpTmpfs();
+  const Netns* NetnsOf(int i) const;
   Status StopProc(Proc& p, int sig, std::string_view what);
   Status WaitForPortFile(const std::string& path, const Proc& p, std::string_view what,
                          uint16_t* port);
@@ -128,6 +178,10 @@ class Cluster {
   std::vector<Proc> mounts_;  // pid of each stria-fuse (-f) child
   pid_t watchdog_pid_ = -1;   // unmounts everything if this process dies (StartWatchdog)
   int watchdog_fd_ = -1;      // the write end of its pipe
+  std::vector<Netns> netns_;  // one per ClusterOptions::netns_oss
+  std::vector<std::string> tmpfs_mounts_;  // OST dirs with a tmpfs we mounted
+  bool netns_ready_ = false;
+  bool tmpfs_ready_ = false;
 };
 
 }  // namespace stria::testing
