@@ -36,6 +36,8 @@ struct FileHandle {
   std::atomic<bool> wrote{false};          // wrote at all
   std::atomic<int64_t> mtime_ns{0};        // time of the last write
   std::atomic<int64_t> atime_ns{0};        // time of the last read (0: never read)
+  bool relatime_due = false;               // at open: a read must update atime (relatime)
+  std::atomic<bool> atime_sent{false};     // the read time went to the MDS already
   std::mutex report_mu;                    // serializes size reports
 };
 

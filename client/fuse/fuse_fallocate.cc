@@ -60,7 +60,7 @@ Status StriaFs::DoFallocate(fuse_req_t req, FileHandle* fh, int mode, uint64_t o
   }
   if (!fh->writable) return Status(Code::kBadF, "file not open for writing");
   const uint64_t end = offset + length;
-  STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Drain());
+  STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());
   if (mode == kPunch) {
     if (fh->layout.objects_size() == 0) return Status::Ok();
     return PunchObjects(client_, fh->layout, offset, end);
@@ -69,6 +69,7 @@ Status StriaFs::DoFallocate(fuse_req_t req, FileHandle* fh, int mode, uint64_t o
   // Growing: as a write that ends at `end`, reported to the MDS now (size = max, mtime and
   // ctime now, S_ISUID/S_ISGID cleared for a non-root caller).
   fh->inode->NoteWrite(end);
+  fh->inode->NoteAcked(end);  // nothing to store: the new bytes are a hole of zeros
   fh->mtime_ns.store(NowNs());
   fh->wrote.store(true);
   fh->dirty.store(true);

@@ -48,6 +48,14 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_cr
   fh->cred = cred;
   if (fh->writable) inode->writers.fetch_add(1);
   inode->ObserveMdsSize(mds_size);
+  {
+    // relatime, as the MDS applies it (mds/ops/open_close.cc): only then is a read worth an
+    // MDS update, sent at the first flush after a read so stat(2) after close(2) sees it.
+    constexpr int64_t kDayNs = 24LL * 3600 * 1'000'000'000;
+    const proto::Attr& a = rep.attr();
+    fh->relatime_due = st.ok() && (a.atime_ns() <= a.mtime_ns() || a.atime_ns() <= a.ctime_ns() ||
+                                   NowNs() - a.atime_ns() >= kDayNs);
+  }
   if (layout.objects_size() > 0) inode->set_layout(layout);
 
   if ((flags & O_TRUNC) && fh->writable && !just_created) {
@@ -149,7 +157,9 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   if (!drained.ok() && !close) return drained;
   std::lock_guard lock(fh->report_mu);
   const bool dirty = fh->dirty.exchange(false);
-  if (!close && !dirty) return Status::Ok();
+  const int64_t read_ns = fh->atime_ns.load();
+  const bool atime_due = read_ns > 0 && fh->relatime_due && !fh->atime_sent.exchange(true);
+  if (!close && !dirty && !atime_due) return Status::Ok();
   if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
   proto::CloseRequest cr;
   *cr.mutable_cred() = req != nullptr ? CredentialsOf(req) : fh->cred;
@@ -157,7 +167,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   cr.set_handle(close ? fh->mds_handle : 0);
   // wrote: new writes since the last report (the MDS then takes max(size) and the mtime).
   cr.set_wrote(dirty);
-  if (close) cr.set_atime_ns(fh->atime_ns.load());
+  if (atime_due) cr.set_atime_ns(read_ns);
   if (dirty) {
     cr.set_size(fh->inode->acked_end.load());  // only bytes the OSTs acknowledged
     cr.set_mtime_ns(fh->mtime_ns.load());
