@@ -2,17 +2,22 @@
 // libstria Clients, two kernel caches): close-to-open data and size, namespace changes seen
 // by the other mount within the entry/attribute timeout (1 s, FsOptions in
 // client/fuse/fuse_ops.h), and writers on both mounts into one shared file producing the
-// exact bytes (the N-to-1 checkpoint pattern), aligned to nothing.
+// exact bytes (the N-to-1 checkpoint pattern), aligned to nothing, and readdir complete
+// while the other mount creates in the directory.
 // One cluster (MDS + 2 OSS x 2 OSTs, mounts 0 and 1) is shared by every test in this file.
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <functional>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "client/client.h"
@@ -236,6 +241,52 @@ TEST_F(MultiClientTest, InterleavedUnalignedWritersOnTwoMounts) {
     EXPECT_EQ(FirstDiff(got, all), -1);
   }
   EXPECT_EQ(Stat(f1).st_size, static_cast<off_t>(all.size()));
+}
+
+// readdir on one client while another creates in the same directory: every entry that
+// existed before the listing began is listed exactly once, nothing is listed twice, and
+// nothing is listed that was never created (POSIX leaves entries added during the listing
+// free to appear or not).
+TEST_F(MultiClientTest, ReaddirIsCompleteWhileAnotherClientCreates) {
+  ASSERT_EQ(mkdir(P("busy").c_str(), 0755), 0);
+  constexpr int kBefore = 2000, kDuring = 1000;
+  std::set<std::string> before, during;
+  for (int i = 0; i < kBefore; ++i) {
+    const std::string name = "old-" + std::to_string(i);
+    ASSERT_EQ(mknod(P("busy/" + name).c_str(), S_IFREG | 0644, 0), 0) << strerror(errno);
+    before.insert(name);
+  }
+  for (int i = 0; i < kDuring; ++i) during.insert("new-" + std::to_string(i));
+  std::atomic<int> created{0};
+  std::thread creator([&] {
+    for (const std::string& name : during) {
+      if (mknod(Q("busy/" + name).c_str(), S_IFREG | 0644, 0) != 0) break;
+      created.fetch_add(1);
+    }
+  });
+  int listings = 0;
+  while (created.load() < kDuring && listings < 50) {
+    ++listings;
+    DIR* d = opendir(P("busy").c_str());
+    ASSERT_NE(d, nullptr);
+    std::multiset<std::string> seen;
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name != "." && name != "..") seen.insert(name);
+      if (seen.size() % 256 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    closedir(d);
+    for (const std::string& name : seen) {
+      ASSERT_EQ(seen.count(name), 1u) << "listed twice: " << name;
+      ASSERT_TRUE(before.count(name) || during.count(name)) << "never created: " << name;
+    }
+    for (const std::string& name : before) {
+      ASSERT_EQ(seen.count(name), 1u) << "missing from listing " << listings << ": " << name;
+    }
+  }
+  creator.join();
+  EXPECT_EQ(created.load(), kDuring);
+  EXPECT_GE(listings, 2) << "the listings did not overlap the creates";
 }
 
 }  // namespace

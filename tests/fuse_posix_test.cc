@@ -420,6 +420,22 @@ TEST_F(FusePosixTest, Statfs) {
   double frsize = sv.f_frsize ? sv.f_frsize : sv.f_bsize;
   EXPECT_NEAR(static_cast<double>(sv.f_blocks) * frsize, total, total * 0.001)
       << "statfs on the mount is the sum of the OSTs";
+
+  // Inodes are the MDS's: used goes up by one per create, and free is bounded by its disk.
+  ASSERT_EQ(mkdir(P("inodes").c_str(), 0755), 0);
+  ASSERT_EQ(statvfs(mnt_.c_str(), &sv), 0);
+  const uint64_t used_before = sv.f_files - sv.f_ffree;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(mknod(P("inodes/f" + std::to_string(i)).c_str(), S_IFREG | 0644, 0), 0);
+  }
+  struct statvfs after {};
+  ASSERT_EQ(statvfs(mnt_.c_str(), &after), 0);
+  EXPECT_EQ(after.f_files - after.f_ffree, used_before + 5);
+  struct statvfs mdt {};
+  ASSERT_EQ(statvfs((g_cluster->dir() + "/mds").c_str(), &mdt), 0);
+  EXPECT_LE(static_cast<double>(after.f_ffree),
+            static_cast<double>(mdt.f_bavail) * mdt.f_frsize / 1024)
+      << "free inodes must follow the MDS's free space";
 }
 
 TEST_F(FusePosixTest, OffsetsBeyondFourGiB) {

@@ -1,6 +1,11 @@
 // OP_MDS_STATFS: space summed over the active OSTs (each asked in parallel through the
 // OstGateway, whose calls are bounded by a short timeout; an OST that does not answer is
-// left out of the sums), inodes from the MDS's own count.
+// left out of the sums). Inodes: used = the MDS's own count; free = what the MDS's disk has
+// room for at kBytesPerInode each (RocksDB records are far smaller; the margin is for
+// compaction), at most kMaxInodes in all — as a Lustre MDT's inode count follows its disk.
+#include <sys/statvfs.h>
+
+#include <algorithm>
 #include <future>
 #include <vector>
 
@@ -12,6 +17,20 @@ namespace stria::mds {
 
 inline constexpr uint64_t kStatfsBsize = 4096;
 inline constexpr uint64_t kMaxInodes = 1ull << 32;
+inline constexpr uint64_t kBytesPerInode = 2048;
+
+namespace {
+
+// Inodes the MDS's data directory still has room for.
+uint64_t FreeInodes(const Namespace& ns, uint64_t used) {
+  const uint64_t by_limit = used >= kMaxInodes ? 0 : kMaxInodes - used;
+  struct statvfs vfs {};
+  if (statvfs(ns.db()->GetName().c_str(), &vfs) != 0) return by_limit;
+  const auto avail = static_cast<unsigned __int128>(vfs.f_bavail) * vfs.f_frsize;
+  return std::min<uint64_t>(by_limit, static_cast<uint64_t>(avail / kBytesPerInode));
+}
+
+}  // namespace
 
 Status Statfs(Namespace& ns, const proto::StatfsRequest& req, proto::StatfsReply* rep) {
   std::vector<std::future<Result<proto::OstStatfsReply>>> asks;
@@ -42,8 +61,9 @@ Status Statfs(Namespace& ns, const proto::StatfsRequest& req, proto::StatfsReply
   rep->set_blocks(blocks);
   rep->set_bfree(bfree);
   rep->set_bavail(bavail);
-  rep->set_files(kMaxInodes);
-  rep->set_ffree(used >= kMaxInodes ? 0 : kMaxInodes - used);
+  const uint64_t ffree = FreeInodes(ns, used);
+  rep->set_files(used + ffree);
+  rep->set_ffree(ffree);
   rep->set_namelen(kMaxNameLen);
   return Status::Ok();
 }
