@@ -46,13 +46,17 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         Req storage;
         const Req& req = Squashed(wire_req, options, &storage);
         Status st;
+        // Group commit: the change is made durable after the namespace mutex is released.
+        DeferredSync durable(ns);
         if (journaled) {
           // A resend of a request done before a restart: answer what was answered then.
           auto old = FindPersistedReply(*ns, ctx.client_uuid, ctx.xid);
           if (old.ok() && old->has_value() && rep->ParseFromString(**old)) {
             LOG_INFO("{} from {}: resend of xid {} answered from the reply journal",
                      proto::Opcode_Name(op), ctx.client_uuid, ctx.xid);
-            return Status::Ok();
+            // The original may still be waiting for its WAL sync: never answer before it.
+            durable.Note(ns->db()->GetLatestSequenceNumber());
+            return durable.Wait();
           }
           ReplyJournal journal{ctx.client_uuid, ctx.xid, rep};
           ScopedReplyJournal scope(&journal);
@@ -60,6 +64,7 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         } else {
           st = fn(*ns, req, rep);
         }
+        if (st.ok()) st = durable.Wait();
         if (!st.ok()) {
           LOG_DEBUG("{} from {}: {}", proto::Opcode_Name(op), ctx.peer, st.ToString());
           return st;

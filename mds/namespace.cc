@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 #include "common/log.h"
@@ -277,9 +278,59 @@ uint64_t Namespace::InodeCount() {
 }
 
 Status Namespace::Write(rocksdb::WriteBatch* batch, bool sync) {
+  DeferredSync* deferred = sync ? DeferredSync::Active(this) : nullptr;
   rocksdb::WriteOptions wo;
-  wo.sync = sync;
-  return FromRocks(db_->Write(wo, batch), "write batch");
+  wo.sync = sync && deferred == nullptr;
+  STRIA_RETURN_IF_ERROR(FromRocks(db_->Write(wo, batch), "write batch"));
+  // Writers are serialized by the namespace mutex, so the latest sequence covers this batch.
+  if (deferred != nullptr) deferred->Note(db_->GetLatestSequenceNumber());
+  return Status::Ok();
+}
+
+Status Namespace::WaitDurable(uint64_t seq) {
+  std::unique_lock lock(sync_mu_);
+  while (synced_seq_ < seq) {
+    if (syncing_) {
+      sync_cv_.wait(lock);
+      continue;
+    }
+    syncing_ = true;
+    const uint64_t target = db_->GetLatestSequenceNumber();
+    lock.unlock();
+    Status st = FromRocks(db_->SyncWAL(), "sync WAL");
+    lock.lock();
+    syncing_ = false;
+    ++wal_syncs_;
+    if (st.ok()) synced_seq_ = std::max(synced_seq_, target);
+    sync_cv_.notify_all();
+    if (!st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
+namespace {
+thread_local DeferredSync* t_deferred = nullptr;
+}  // namespace
+
+DeferredSync::DeferredSync(Namespace* ns) : ns_(ns), outer_(t_deferred) { t_deferred = this; }
+
+DeferredSync::~DeferredSync() {
+  t_deferred = outer_;
+  if (seq_ != 0) {
+    if (Status st = ns_->WaitDurable(seq_); !st.ok()) LOG_ERROR("WAL sync: {}", st.ToString());
+  }
+}
+
+Status DeferredSync::Wait() {
+  const uint64_t seq = std::exchange(seq_, 0);
+  return seq == 0 ? Status::Ok() : ns_->WaitDurable(seq);
+}
+
+DeferredSync* DeferredSync::Active(const Namespace* ns) {
+  for (DeferredSync* d = t_deferred; d != nullptr; d = d->outer_) {
+    if (d->ns_ == ns) return d;
+  }
+  return nullptr;
 }
 
 }  // namespace stria::mds

@@ -19,7 +19,9 @@
 
 #include <rocksdb/db.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -134,11 +136,22 @@ class Namespace {
   // destroy queue's owner: the inode records are removed with their layouts).
   Status ReapOrphans();
 
-  // Writes one batch durably (sync = true). Any failure is kDbError.
+  // Writes one batch durably (sync = true). Any failure is kDbError. Inside a DeferredSync
+  // scope on this thread, a sync write is made without the WAL sync and the scope makes it
+  // durable later (group commit).
   // sync=false only for changes that are safe to lose in a crash (the destroy queue's
   // bookkeeping: destroying an object twice is harmless); the next synced write persists
   // them anyway.
   Status Write(rocksdb::WriteBatch* batch, bool sync = true);
+
+  // Makes every write up to WAL sequence `seq` durable: one thread syncs the WAL for all
+  // that wait (group commit); the others wait for it. Never call with mutex() held.
+  Status WaitDurable(uint64_t seq);
+  // How many WAL syncs group commit has made (for tests and stats).
+  uint64_t wal_syncs() {
+    std::lock_guard lock(sync_mu_);
+    return wal_syncs_;
+  }
 
   // Wall-clock nanoseconds since the epoch.
   static int64_t NowNs();
@@ -156,10 +169,41 @@ class Namespace {
   SuperState super_;                  // GUARDED_BY(mutex_)
   std::map<uint32_t, OstState> osts_; // GUARDED_BY(mutex_)
   uint64_t rr_cursor_ = 0;            // GUARDED_BY(mutex_): round-robin start, not persisted
+  std::mutex sync_mu_;
+  std::condition_variable sync_cv_;
+  uint64_t synced_seq_ = 0;      // GUARDED_BY(sync_mu_): WAL durable up to here
+  bool syncing_ = false;         // GUARDED_BY(sync_mu_): a thread is in SyncWAL
+  uint64_t wal_syncs_ = 0;       // GUARDED_BY(sync_mu_)
   std::mutex open_mu_;
   uint64_t next_handle_ = 0;                          // GUARDED_BY(open_mu_)
   std::map<uint64_t, uint64_t> handles_;              // GUARDED_BY(open_mu_): handle -> ino
   std::map<uint64_t, uint32_t> open_counts_;          // GUARDED_BY(open_mu_): ino -> handles
+};
+
+// Group commit. Within a DeferredSync scope, mutations on this thread write their batch
+// without syncing the WAL (still under the namespace mutex, so the order is unchanged), and
+// Wait() — called after the mutex is released, before the reply — makes them durable. One
+// WAL sync then covers every mutation that committed meanwhile on any thread, so
+// concurrent creates share fsyncs instead of queueing behind each other's. A kill -9 loses
+// nothing (the WAL write reached the kernel); nothing is acknowledged before Wait().
+// Usage: { DeferredSync durable(&ns); st = op(...); if (st.ok()) st = durable.Wait(); }
+class DeferredSync {
+ public:
+  explicit DeferredSync(Namespace* ns);
+  ~DeferredSync();  // a scope left without Wait() still syncs (errors logged)
+  DeferredSync(const DeferredSync&) = delete;
+  DeferredSync& operator=(const DeferredSync&) = delete;
+
+  Status Wait();
+
+  // The scope active on this thread for `ns`, or null.
+  static DeferredSync* Active(const Namespace* ns);
+  void Note(uint64_t seq) { seq_ = std::max(seq_, seq); }
+
+ private:
+  Namespace* const ns_;
+  DeferredSync* const outer_;
+  uint64_t seq_ = 0;  // highest WAL sequence written in this scope; 0 = none
 };
 
 // Maps a RocksDB status to kDbError (kOk stays kOk).

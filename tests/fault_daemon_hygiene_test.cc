@@ -215,12 +215,10 @@ TEST_F(DaemonHygieneTest, SigtermUnderLoadStopsCleanlyAndLosesNothing) {
   o.tag = "hyg-term";
   o.fsname = "termfs";
   o.mount = false;
-  cluster_ = std::make_unique<Cluster>(o);
-  Status st = cluster_->Start();
+  std::unique_ptr<client::Client> cl;
+  Status st = StartWithClient(o, &cluster_, &cl);
   ASSERT_TRUE(st.ok()) << st.ToString();
-  auto cl = ConnectClient(*cluster_);
-  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
-  client::Client* c = cl->get();
+  client::Client* c = cl.get();
 
   // A client creating files and writing a stripe to each while daemons get SIGTERM.
   std::atomic<bool> stop{false};

@@ -44,12 +44,8 @@ class EnospcTest : public ::testing::Test {
     o.fsname = "nospcfs";
     o.tmpfs_ost_bytes = {{kFullOst, kTmpfsBytes}};
     o.oss_args = {"--heartbeat-ms", "500"};
-    cluster_ = std::make_unique<Cluster>(o);
-    Status st = cluster_->Start();
+    Status st = StartWithClient(o, &cluster_, &client_);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    auto cl = ConnectClient(*cluster_);
-    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
-    client_ = std::move(cl).value();
   }
 
   std::string P(const std::string& rel) const { return cluster_->mount_point() + "/" + rel; }

@@ -49,12 +49,8 @@ class PartitionTest : public ::testing::Test {
     o.osts_per_oss = 1;
     o.num_mounts = 2;
     o.netns_oss = {1};
-    cluster_ = std::make_unique<Cluster>(o);
-    Status st = cluster_->Start();
+    Status st = StartWithClient(o, &cluster_, &client_);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    auto cl = ConnectClient(*cluster_);
-    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
-    client_ = std::move(cl).value();
     // Files in /s are striped over both OSTs, 1 MiB stripes, OST 1 first.
     ASSERT_EQ(mkdir(P(0, "s").c_str(), 0755), 0);
     st = SetDirLayout(*client_, "/s", Raid0(2, kMiB, 1));

@@ -69,6 +69,14 @@ class MultiClientTest : public MountedClusterTest {
     ASSERT_TRUE(st.ok()) << st.ToString();
   }
 
+  // Creates `rel` on mount 0 and opens it on both mounts with `flags` (O_WRONLY, O_RDWR).
+  void OpenOnBoth(const std::string& rel, int flags, int* fd0, int* fd1) {
+    *fd0 = open(P(rel).c_str(), O_CREAT | flags, 0644);
+    ASSERT_GE(*fd0, 0) << strerror(errno);
+    *fd1 = open(Q(rel).c_str(), flags);
+    ASSERT_GE(*fd1, 0) << strerror(errno);
+  }
+
   static struct stat Stat(const std::string& path) {
     struct stat st {};
     EXPECT_EQ(lstat(path.c_str(), &st), 0) << path << ": " << strerror(errno);
@@ -190,10 +198,8 @@ TEST_F(MultiClientTest, DisjointWritersOnTwoMountsToOneFile) {
   // close, the file has every byte and the full size.
   MakeStripedDir("n21");
   std::string f0 = P("n21/shared"), f1 = Q("n21/shared");
-  int fd0 = open(f0.c_str(), O_CREAT | O_WRONLY, 0644);
-  ASSERT_GE(fd0, 0) << strerror(errno);
-  int fd1 = open(f1.c_str(), O_WRONLY);
-  ASSERT_GE(fd1, 0) << strerror(errno);
+  int fd0 = -1, fd1 = -1;
+  ASSERT_NO_FATAL_FAILURE(OpenOnBoth("n21/shared", O_WRONLY, &fd0, &fd1));
   const size_t half = 4 * kS + 1000;  // not stripe aligned
   auto all = Pattern(2 * half, 41);
   // The second half first, from the other mount, so the first writer's idea of the size
@@ -216,10 +222,8 @@ TEST_F(MultiClientTest, InterleavedUnalignedWritersOnTwoMounts) {
   // is shared by both writers: neither may write back bytes it did not write.
   MakeStripedDir("ilv");
   std::string f0 = P("ilv/shared"), f1 = Q("ilv/shared");
-  int fd0 = open(f0.c_str(), O_CREAT | O_RDWR, 0644);
-  ASSERT_GE(fd0, 0) << strerror(errno);
-  int fd1 = open(f1.c_str(), O_RDWR);
-  ASSERT_GE(fd1, 0) << strerror(errno);
+  int fd0 = -1, fd1 = -1;
+  ASSERT_NO_FATAL_FAILURE(OpenOnBoth("ilv/shared", O_RDWR, &fd0, &fd1));
   const size_t kRec = 3001, kN = 120;  // 360 KB: ~5.5 stripes, every record unaligned
   auto all = Pattern(kRec * kN, 51);
   // Odd records from mount 1 first (back to front), then even ones from mount 0.

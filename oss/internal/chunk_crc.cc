@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "common/crc32c.h"
+#include "common/log.h"
 #include "oss/uring_io.h"
 
 namespace stria::oss::internal {
@@ -64,13 +65,24 @@ struct PartialChunks {
   std::span<PartialChunk> all() { return std::span(chunks).first(count); }
 };
 
-Status ReadPartialChunk(int data_fd, int crc_fd, uint64_t index, PartialChunk* c) {
+// How an update treats an edge chunk whose stored checksum does not match its bytes.
+enum class OnMismatch {
+  kRefuse,  // EIO: reads (never return bytes that fail verification)
+  kResum,   // re-sum it with the new bytes: writes and punches (see WriteChecksummed)
+};
+
+Status ReadPartialChunk(int data_fd, int crc_fd, uint64_t index, OnMismatch on_mismatch,
+                        PartialChunk* c) {
   c->index = index;
   c->bytes.fill(0);
   STRIA_ASSIGN_OR_RETURN(size_t n, UringIo::ReadAt(data_fd, c->bytes, ChunkStart(index)));
   uint32_t stored = 0;
   STRIA_RETURN_IF_ERROR(LoadCrcs(crc_fd, index, std::span(&stored, 1)));
-  if (stored != 0 && ChunkCrc(std::span(c->bytes).first(n)) != stored) return Mismatch(index);
+  if (stored != 0 && ChunkCrc(std::span(c->bytes).first(n)) != stored) {
+    if (on_mismatch == OnMismatch::kRefuse) return Mismatch(index);
+    LOG_WARN("{}; partly overwritten now, so re-summed (a write torn by a crash?)",
+             Mismatch(index).message());
+  }
   return Status::Ok();
 }
 
@@ -79,14 +91,15 @@ Status ReadPartialChunk(int data_fd, int crc_fd, uint64_t index, PartialChunk* c
 // (the chunk's end, or the object's end when a punch counts a chunk cut by EOF as whole).
 template <typename ChunkEnd>
 Status ReadPartialChunks(int data_fd, int crc_fd, uint64_t begin, uint64_t end, ChunkEnd chunk_end,
-                         PartialChunks* out) {
+                         OnMismatch on_mismatch, PartialChunks* out) {
   const uint64_t first = begin / kCrcChunk;
   const uint64_t last = (end - 1) / kCrcChunk;
   for (uint64_t index : {first, last}) {
     if (out->count > 0 && out->chunks[out->count - 1].index == index) continue;
     const bool whole = ChunkStart(index) >= begin && chunk_end(index) <= end;
     if (whole) continue;
-    STRIA_RETURN_IF_ERROR(ReadPartialChunk(data_fd, crc_fd, index, &out->chunks[out->count]));
+    STRIA_RETURN_IF_ERROR(
+        ReadPartialChunk(data_fd, crc_fd, index, on_mismatch, &out->chunks[out->count]));
     ++out->count;
   }
   return Status::Ok();
@@ -127,9 +140,13 @@ Status LoadCrcs(int crc_fd, uint64_t first, std::span<uint32_t> out) {
 Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<const uint8_t> data) {
   const uint64_t end = offset + data.size();
   PartialChunks partial;
+  // Data goes to disk before its checksums, so an OSS killed between the two leaves chunks
+  // whose checksum does not match (only in writes that were never acknowledged). The client
+  // resends such a write; its edge chunks are re-summed rather than refused, or the resend
+  // could never repair them. Reads still refuse any chunk that does not match.
   STRIA_RETURN_IF_ERROR(ReadPartialChunks(
       data_fd, crc_fd, offset, end, [](uint64_t i) { return ChunkStart(i) + kCrcChunk; },
-      &partial));
+      OnMismatch::kResum, &partial));
   STRIA_RETURN_IF_ERROR(UringIo::WriteAt(data_fd, data, offset));
 
   const uint64_t first = offset / kCrcChunk;
@@ -159,7 +176,8 @@ Status PunchChecksummed(int data_fd, int crc_fd, uint64_t offset, uint64_t lengt
   }
   auto chunk_end = [&](uint64_t i) { return std::min(ChunkStart(i) + kCrcChunk, object_size); };
   PartialChunks partial;
-  STRIA_RETURN_IF_ERROR(ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end, &partial));
+  STRIA_RETURN_IF_ERROR(ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end,
+                                          OnMismatch::kResum, &partial));
   STRIA_RETURN_IF_ERROR(
       UringIo::Fallocate(data_fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length));
 
@@ -187,7 +205,8 @@ Status TruncateChecksummed(int data_fd, int crc_fd, uint64_t size) {
   PartialChunks partial;
   if (size % kCrcChunk != 0) {
     partial.count = 1;
-    STRIA_RETURN_IF_ERROR(ReadPartialChunk(data_fd, crc_fd, size / kCrcChunk, &partial.chunks[0]));
+    STRIA_RETURN_IF_ERROR(ReadPartialChunk(data_fd, crc_fd, size / kCrcChunk, OnMismatch::kResum,
+                                           &partial.chunks[0]));
   }
   STRIA_RETURN_IF_ERROR(Ftruncate(data_fd, size, "ftruncate object"));
   STRIA_RETURN_IF_ERROR(Ftruncate(crc_fd, CeilChunks(size) * kEntryBytes, "ftruncate sidecar"));
@@ -225,7 +244,8 @@ Status ReadVerified(int data_fd, int crc_fd, uint64_t offset, std::span<uint8_t>
   // The edge chunks the read covers only in part are read whole and checked on their own.
   auto chunk_end = [&](uint64_t i) { return std::min(ChunkStart(i) + kCrcChunk, object_size); };
   PartialChunks partial;
-  STRIA_RETURN_IF_ERROR(ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end, &partial));
+  STRIA_RETURN_IF_ERROR(ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end,
+                                          OnMismatch::kRefuse, &partial));
   // The chunks inside the read are checked in place.
   const uint64_t whole_first = CeilChunks(offset);
   const uint64_t whole_end = end == object_size ? CeilChunks(end) : end / kCrcChunk;

@@ -29,6 +29,16 @@ inline Result<std::unique_ptr<client::Client>> ConnectClient(const Cluster& c) {
   return client::Client::Connect(cfg);
 }
 
+// Starts a Cluster with `options` and connects a Client to it: the first steps of most
+// cluster tests. On failure, *cluster still owns what was started (its destructor stops it).
+inline Status StartWithClient(ClusterOptions options, std::unique_ptr<Cluster>* cluster,
+                              std::unique_ptr<client::Client>* client) {
+  *cluster = std::make_unique<Cluster>(std::move(options));
+  STRIA_RETURN_IF_ERROR((*cluster)->Start());
+  STRIA_ASSIGN_OR_RETURN(*client, ConnectClient(**cluster));
+  return Status::Ok();
+}
+
 inline proto::Credentials RootCred() {
   proto::Credentials c;
   c.set_uid(0);

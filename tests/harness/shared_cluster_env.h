@@ -30,12 +30,8 @@ class SharedClusterEnv : public ::testing::Environment {
 
   void SetUp() override {
     if (options_.mount && !HaveFuse()) return;
-    cluster_ = std::make_unique<Cluster>(options_);
-    Status st = cluster_->Start();
+    Status st = StartWithClient(options_, &cluster_, &client_);
     ASSERT_TRUE(st.ok()) << st.ToString();
-    auto cl = ConnectClient(*cluster_);
-    ASSERT_TRUE(cl.ok()) << cl.status().ToString();
-    client_ = std::move(cl).value();
     *cluster_out_ = cluster_.get();
     *client_out_ = client_.get();
   }
