@@ -5,13 +5,13 @@
 //
 // Concurrency model of the MDS (see also docs/): RPC worker threads run the operation
 // handlers (mds/ops/*.cc) concurrently. Every mutation takes the namespace mutex (mutex())
-// for its whole read-check-write sequence and commits exactly one WriteBatch with
-// WriteOptions::sync = true (mds/txn.h) before replying, so mutations are serialized and
-// each is atomic and durable. Reads (lookup, getattr, readdir, getxattr, ...) do not take the
+// for its whole read-check-write sequence and commits exactly one WriteBatch (mds/txn.h),
+// durable before the reply (synced on the spot, or by group commit: DeferredSync below), so
+// mutations are serialized and each is atomic and durable. Reads (lookup, getattr, readdir, getxattr, ...) do not take the
 // mutex: they read RocksDB directly and see each mutation either entirely or not at all
 // (a multi-key read may straddle two mutations; it then reports ENOENT, as a race would).
 // The in-memory state below is GUARDED_BY(mutex_); accessors that copy it take the mutex
-// briefly. Group commit of concurrent mutations is a later optimization.
+// briefly.
 //
 // Lock order: Namespace::mutex_ is the only lock held while calling RocksDB; it is never held
 // while calling the OstGateway (network).
