@@ -15,6 +15,7 @@
 
 #include "common/layout.h"
 #include "oss/internal/test_util.h"
+#include "tests/harness/test_util.h"
 
 namespace stria::oss {
 namespace {
@@ -301,18 +302,12 @@ TEST(ObjectStoreTest, NoSpaceOnDiskIsENOSPC) {
 constexpr uint64_t kChunk = 4096;
 
 std::string ObjectPath(const std::string& dir, uint64_t id) {
-  return dir + "/O/0/d" + std::to_string(id % 32) + "/" + std::to_string(id);
+  return stria::testing::ObjectFilePath(dir, id);
 }
 
 // Flips one bit of a stored file behind the store's back, as a failing disk would.
 void FlipBit(const std::string& path, uint64_t offset) {
-  const int fd = open(path.c_str(), O_RDWR);
-  ASSERT_GE(fd, 0) << path;
-  uint8_t b = 0;
-  ASSERT_EQ(pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
-  b ^= 0x10;
-  ASSERT_EQ(pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
-  close(fd);
+  ASSERT_EQ(stria::testing::FlipBit(path, offset), 0) << path;
 }
 
 Status ReadStatus(ObjectStore& s, uint64_t id, uint64_t off, size_t len) {

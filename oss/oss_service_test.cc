@@ -22,6 +22,7 @@
 #include "oss/internal/test_util.h"
 #include "oss/oss_server.h"
 #include "proto/stria.pb.h"
+#include "tests/harness/test_util.h"
 
 namespace stria::oss {
 namespace {
@@ -259,15 +260,7 @@ TEST_F(OssServiceTest, ConcurrentWritersToDisjointRanges) {
 
 // Flips one bit of object `id`'s file on the test OST, as a failing disk would.
 void FlipObjectBit(const std::string& ost_dir, uint64_t id, uint64_t offset) {
-  const std::string path =
-      ost_dir + "/O/0/d" + std::to_string(id % 32) + "/" + std::to_string(id);
-  const int fd = open(path.c_str(), O_RDWR);
-  ASSERT_GE(fd, 0) << path;
-  uint8_t b = 0;
-  ASSERT_EQ(pread(fd, &b, 1, static_cast<off_t>(offset)), 1);
-  b ^= 0x01;
-  ASSERT_EQ(pwrite(fd, &b, 1, static_cast<off_t>(offset)), 1);
-  close(fd);
+  ASSERT_EQ(stria::testing::FlipBit(stria::testing::ObjectFilePath(ost_dir, id), offset), 0);
 }
 
 proto::OstScrubRequest ScrubRequest(uint32_t ost) {

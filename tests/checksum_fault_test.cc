@@ -37,20 +37,6 @@ std::string OstName(uint32_t idx) {
   return buf;
 }
 
-// Flips one bit of a file on disk, behind every Stria process's back.
-Status FlipBit(const std::string& path, uint64_t offset) {
-  const int fd = open(path.c_str(), O_RDWR);
-  if (fd < 0) return ErrnoStatus("open " + path, errno);
-  uint8_t b = 0;
-  Status st;
-  if (pread(fd, &b, 1, static_cast<off_t>(offset)) != 1) st = ErrnoStatus("pread", errno);
-  b ^= 0x20;
-  if (st.ok() && pwrite(fd, &b, 1, static_cast<off_t>(offset)) != 1) {
-    st = ErrnoStatus("pwrite", errno);
-  }
-  close(fd);
-  return st;
-}
 
 class ChecksumFaultTest : public ::testing::Test {
  protected:
@@ -106,7 +92,9 @@ class ChecksumFaultTest : public ::testing::Test {
     const std::string path = cluster_->ost_dir(victim_.ost_idx()) + "/O/" +
                              std::to_string(victim_.group()) + "/d" + std::to_string(id % 32) +
                              "/" + std::to_string(id);
-    STRIA_RETURN_IF_ERROR(FlipBit(path, kFlipOffset));
+    if (int err = FlipBit(path, kFlipOffset); err != 0) {
+      return Status(Code::kIO, "flipping a bit of " + path + ": " + strerror(err));
+    }
     return cluster_->Remount();
   }
 

@@ -77,6 +77,17 @@ class MultiClientTest : public MountedClusterTest {
     ASSERT_GE(*fd1, 0) << strerror(errno);
   }
 
+  // `rel` reads back as exactly `want` (size and bytes) on both mounts.
+  void ExpectContentOnBoth(const std::string& rel, const std::vector<uint8_t>& want) {
+    for (const std::string& f : {P(rel), Q(rel)}) {
+      SCOPED_TRACE(f);
+      std::vector<uint8_t> got;
+      ASSERT_EQ(ReadFile(f, &got), 0);
+      EXPECT_EQ(got.size(), want.size());
+      EXPECT_EQ(FirstDiff(got, want), -1);
+    }
+  }
+
   static struct stat Stat(const std::string& path) {
     struct stat st {};
     EXPECT_EQ(lstat(path.c_str(), &st), 0) << path << ": " << strerror(errno);
@@ -197,7 +208,6 @@ TEST_F(MultiClientTest, DisjointWritersOnTwoMountsToOneFile) {
   // Two clients write disjoint halves of one shared file, both open at once; after both
   // close, the file has every byte and the full size.
   MakeStripedDir("n21");
-  std::string f0 = P("n21/shared"), f1 = Q("n21/shared");
   int fd0 = -1, fd1 = -1;
   ASSERT_NO_FATAL_FAILURE(OpenOnBoth("n21/shared", O_WRONLY, &fd0, &fd1));
   const size_t half = 4 * kS + 1000;  // not stripe aligned
@@ -208,20 +218,13 @@ TEST_F(MultiClientTest, DisjointWritersOnTwoMountsToOneFile) {
   ASSERT_EQ(PWriteAll(fd0, all.data(), half, 0), 0);
   ASSERT_EQ(close(fd1), 0);
   ASSERT_EQ(close(fd0), 0);
-  for (const auto& f : {f0, f1}) {
-    SCOPED_TRACE(f);
-    std::vector<uint8_t> got;
-    ASSERT_EQ(ReadFile(f, &got), 0);
-    EXPECT_EQ(got.size(), all.size());
-    EXPECT_EQ(FirstDiff(got, all), -1);
-  }
+  ExpectContentOnBoth("n21/shared", all);
 }
 
 TEST_F(MultiClientTest, InterleavedUnalignedWritersOnTwoMounts) {
   // Records of an odd size, alternately from each mount, so every page and stripe boundary
   // is shared by both writers: neither may write back bytes it did not write.
   MakeStripedDir("ilv");
-  std::string f0 = P("ilv/shared"), f1 = Q("ilv/shared");
   int fd0 = -1, fd1 = -1;
   ASSERT_NO_FATAL_FAILURE(OpenOnBoth("ilv/shared", O_RDWR, &fd0, &fd1));
   const size_t kRec = 3001, kN = 120;  // 360 KB: ~5.5 stripes, every record unaligned
@@ -237,14 +240,8 @@ TEST_F(MultiClientTest, InterleavedUnalignedWritersOnTwoMounts) {
   }
   ASSERT_EQ(close(fd0), 0);
   ASSERT_EQ(close(fd1), 0);
-  for (const auto& f : {f0, f1}) {
-    SCOPED_TRACE(f);
-    std::vector<uint8_t> got;
-    ASSERT_EQ(ReadFile(f, &got), 0);
-    EXPECT_EQ(got.size(), all.size());
-    EXPECT_EQ(FirstDiff(got, all), -1);
-  }
-  EXPECT_EQ(Stat(f1).st_size, static_cast<off_t>(all.size()));
+  ExpectContentOnBoth("ilv/shared", all);
+  EXPECT_EQ(Stat(Q("ilv/shared")).st_size, static_cast<off_t>(all.size()));
 }
 
 // readdir on one client while another creates in the same directory: every entry that

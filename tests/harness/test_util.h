@@ -94,6 +94,25 @@ inline long long FirstDiff(const std::vector<uint8_t>& a, const std::vector<uint
 }
 
 // True where this machine can mount FUSE filesystems.
+// Flips one bit (mask 0x10) of a file on disk, behind every Stria process's back, as a
+// failing disk would: 0, or the errno of the open/pread/pwrite that failed.
+inline int FlipBit(const std::string& path, uint64_t offset) {
+  const int fd = open(path.c_str(), O_RDWR);
+  if (fd < 0) return errno;
+  uint8_t b = 0;
+  int err = 0;
+  if (pread(fd, &b, 1, static_cast<off_t>(offset)) != 1) err = errno != 0 ? errno : EIO;
+  b ^= 0x10;
+  if (err == 0 && pwrite(fd, &b, 1, static_cast<off_t>(offset)) != 1) err = errno;
+  close(fd);
+  return err;
+}
+
+// The file of object `id` (group 0) in OST directory `ost_dir` (oss/object_store.h).
+inline std::string ObjectFilePath(const std::string& ost_dir, uint64_t id) {
+  return ost_dir + "/O/0/d" + std::to_string(id % 32) + "/" + std::to_string(id);
+}
+
 inline bool HaveFuse() { return access("/dev/fuse", R_OK | W_OK) == 0; }
 
 }  // namespace stria::testing
