@@ -77,6 +77,8 @@ int Status::ToErrno() const {
   }
 }
 
+int Status::ToFsErrno() const { return code_ == Code::kTimeout ? EIO : ToErrno(); }
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
   std::string s(CodeName(code_));

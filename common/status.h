@@ -4,7 +4,7 @@
 // grouped in numeric ranges per subsystem and never renumbered: they travel on the wire in
 // every reply frame. Whether an error is worth retrying is a property of the code
 // (Status::retryable()), so retry and failover logic never parse messages. The one place
-// a Status becomes an errno is ToErrno() (common/status.cc).
+// a Status becomes an errno is ToErrno() / ToFsErrno() (common/status.cc).
 //
 // Thread-safety: values; safe to copy between threads.
 #pragma once
@@ -88,8 +88,14 @@ class [[nodiscard]] Status {
   // peer). POSIX errors are never retryable: the answer would be the same.
   bool retryable() const;
 
-  // The errno an application sees for this status (positive). EIO for non-POSIX codes.
+  // The errno for this status (positive), as the tools report it. EIO for non-POSIX codes,
+  // ETIMEDOUT for a peer that never answered.
   int ToErrno() const;
+
+  // The errno a filesystem system call returns (what the FUSE client replies): ToErrno(),
+  // except that a server still silent past the mount's timeout is EIO, the errno read(2),
+  // write(2) and fsync(2) document (as an NFS soft mount gives), never ETIMEDOUT.
+  int ToFsErrno() const;
 
   // "ENOENT: no such entry 'foo'".
   std::string ToString() const;

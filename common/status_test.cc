@@ -22,6 +22,13 @@ TEST(StatusTest, PosixCodesBecomeTheirErrno) {
   EXPECT_EQ(Status(Code::kTimeout, "x").ToErrno(), ETIMEDOUT);
 }
 
+TEST(StatusTest, FilesystemCallsSeeEioForASilentServer) {
+  EXPECT_EQ(Status(Code::kTimeout, "x").ToFsErrno(), EIO);
+  EXPECT_EQ(Status(Code::kDisconnected, "x").ToFsErrno(), EIO);
+  EXPECT_EQ(Status(Code::kNoSpc, "x").ToFsErrno(), ENOSPC);
+  EXPECT_EQ(Status(Code::kAgain, "x").ToFsErrno(), EAGAIN);
+}
+
 TEST(StatusTest, OnlyTransportTroubleIsRetryable) {
   EXPECT_TRUE(Status(Code::kTimeout, "").retryable());
   EXPECT_TRUE(Status(Code::kDisconnected, "").retryable());

@@ -1,5 +1,6 @@
 // The fuse_lowlevel_ops table: thin callbacks that call one StriaFs::Do* each and reply
-// exactly once. ReplyErr (fuse_reply_err(req, ErrnoOf(st))) is the only place an errno is made.
+// exactly once. ReplyErr (fuse_reply_err(req, st.ToFsErrno())) is the only place an errno is
+// made.
 #include <sys/statvfs.h>
 
 #include <memory>
@@ -17,14 +18,9 @@ StriaFs* Fs(fuse_req_t req) { return static_cast<StriaFs*>(fuse_req_userdata(req
 FileHandle* Fh(const fuse_file_info* fi) { return reinterpret_cast<FileHandle*>(fi->fh); }
 DirHandle* Dh(const fuse_file_info* fi) { return reinterpret_cast<DirHandle*>(fi->fh); }
 
-// A server that stayed unreachable past the mount's timeout is EIO, whether the last attempt
-// failed to connect (kDisconnected) or waited for a reply in vain (kTimeout): the errno
-// write(2), fsync(2) and read(2) are documented to return, as an NFS soft mount does.
-int ErrnoOf(const Status& st) { return st.code() == Code::kTimeout ? EIO : st.ToErrno(); }
-
 void ReplyErr(fuse_req_t req, const Status& st) {
   if (!st.ok() && st.code() != Code::kNoEnt) LOG_DEBUG("reply {}", st.ToString());
-  fuse_reply_err(req, ErrnoOf(st));
+  fuse_reply_err(req, st.ToFsErrno());
 }
 
 // Replies with an entry; if the kernel did not take it (interrupted), drops the reference

@@ -7,6 +7,7 @@
 #include "client/fuse/fuse_ops.h"
 #include "client/fuse/fuse_util.h"
 #include "common/log.h"
+#include "common/relatime.h"
 
 namespace stria::client::fuse {
 
@@ -48,14 +49,10 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_cr
   fh->cred = cred;
   if (fh->writable) inode->writers.fetch_add(1);
   inode->ObserveMdsSize(mds_size);
-  {
-    // relatime, as the MDS applies it (mds/ops/open_close.cc): only then is a read worth an
-    // MDS update, sent at the first flush after a read so stat(2) after close(2) sees it.
-    constexpr int64_t kDayNs = 24LL * 3600 * 1'000'000'000;
-    const proto::Attr& a = rep.attr();
-    fh->relatime_due = st.ok() && (a.atime_ns() <= a.mtime_ns() || a.atime_ns() <= a.ctime_ns() ||
-                                   NowNs() - a.atime_ns() >= kDayNs);
-  }
+  // Only then is a read worth an MDS update, sent at the first flush after a read so that
+  // stat(2) after close(2) sees it.
+  const proto::Attr& a = rep.attr();
+  fh->relatime_due = st.ok() && RelatimeDue(a.atime_ns(), a.mtime_ns(), a.ctime_ns(), NowNs());
   if (layout.objects_size() > 0) inode->set_layout(layout);
 
   if ((flags & O_TRUNC) && fh->writable && !just_created) {

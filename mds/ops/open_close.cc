@@ -17,6 +17,7 @@
 #include <mutex>
 
 #include "common/layout.h"
+#include "common/relatime.h"
 #include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
 #include "mds/ops/ops.h"
@@ -54,13 +55,10 @@ Status Reopen(Namespace& ns, const proto::ReopenRequest& req, proto::ReopenReply
 
 namespace {
 
-// relatime: a read updates atime only when atime is not newer than mtime or ctime, or is a
-// day old — what Linux mounts do by default, and all that tools like mutt or tmpwatch need.
+// Whether a read at read_ns (0: none) moves atime forward (common/relatime.h).
 bool NeedsAtime(const proto::Attr& a, int64_t read_ns) {
-  constexpr int64_t kDayNs = 24LL * 3600 * 1'000'000'000;
   if (read_ns <= 0 || read_ns <= a.atime_ns()) return false;
-  return a.atime_ns() <= a.mtime_ns() || a.atime_ns() <= a.ctime_ns() ||
-         read_ns - a.atime_ns() >= kDayNs;
+  return RelatimeDue(a.atime_ns(), a.mtime_ns(), a.ctime_ns(), read_ns);
 }
 
 }  // namespace
