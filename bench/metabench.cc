@@ -13,44 +13,20 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
-#include <chrono>
 #include <cstdio>
-#include <cstring>
-#include <atomic>
-#include <functional>
 #include <string>
-#include <thread>
 #include <vector>
+
+#include "bench/bench_util.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double Seconds(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+using stria::bench::Clock;
+using stria::bench::RunPhase;
+using stria::bench::Seconds;
 
 int Fail(const char* what, const std::string& path) {
-  fprintf(stderr, "metabench: %s %s: %s\n", what, path.c_str(), strerror(errno));
-  return 1;
-}
-
-// Runs op(name) for every name on `threads` threads; false when any failed (it printed why).
-bool RunPhase(const std::vector<std::string>& names, int threads,
-              const std::function<int(const std::string&)>& op) {
-  std::atomic<bool> ok{true};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      for (size_t i = static_cast<size_t>(t); i < names.size() && ok.load();
-           i += static_cast<size_t>(threads)) {
-        if (op(names[i]) != 0) ok = false;
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
-  return ok.load();
+  return stria::bench::Fail("metabench", what, path);
 }
 
 }  // namespace

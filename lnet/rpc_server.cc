@@ -6,9 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <thread>
 #include <unordered_set>
@@ -26,16 +24,16 @@ namespace {
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 
-// One accepted connection. Owned by the connection map; touched by the event loop while it
-// reads a frame and by exactly one worker while that frame is handled (EPOLLONESHOT hands
-// it over), never by both at once.
+// One accepted connection. Owned by the connection map; touched by one thread at a time:
+// EPOLLONESHOT hands a readable connection to exactly one thread, which reads what has
+// arrived and, when a frame is complete, handles it and replies before rearming.
 struct Conn {
   uint64_t id = 0;
   int fd = -1;
   std::string peer;
   std::string client_uuid;
   bool connected = false;  // CONNECT received
-  std::atomic<bool> busy{false};  // a worker owns the connection (frame complete)
+  std::atomic<bool> busy{false};  // a thread is handling its complete frame
 
   enum class Phase { kHeader, kBody, kBulk } phase = Phase::kHeader;
   uint8_t hdr_buf[kFrameHeaderSize];
@@ -82,9 +80,8 @@ class RpcServer::Impl {
     ev.data.u64 = kWakeId;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
     running_ = true;
-    loop_ = std::thread([this] { Loop(); });
     for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
-      workers_.emplace_back([this] { Work(); });
+      workers_.emplace_back([this] { Loop(); });
     }
     LOG_INFO("{}: listening on {}@tcp:{}", options_.name, listen.addr, port_);
     return Status::Ok();
@@ -94,14 +91,9 @@ class RpcServer::Impl {
 
   void Stop() {
     if (!running_.exchange(false)) return;
+    // The eventfd stays readable (level-triggered, never read): every thread wakes and stops.
     uint64_t one = 1;
     (void)!write(wake_fd_, &one, sizeof one);
-    loop_.join();
-    {
-      std::lock_guard lk(queue_mu_);
-      stopping_ = true;
-    }
-    queue_cv_.notify_all();
     for (auto& w : workers_) w.join();
     workers_.clear();
     std::lock_guard lk(conns_mu_);
@@ -113,13 +105,17 @@ class RpcServer::Impl {
   }
 
  private:
+  // Every server thread runs this loop on the shared epoll set: it takes one ready
+  // connection (EPOLLONESHOT gives it to this thread alone), reads what arrived and, once a
+  // frame is complete, runs its handler and replies on the spot. No hand-off between a
+  // reading thread and a handling one: a request costs one wakeup, and bulk is received by
+  // as many threads as there are connections sending it.
   void Loop() {
-    std::vector<epoll_event> events(256);
-    auto last_sweep = Clock::now();
+    epoll_event ev;
     while (running_) {
-      const int n = epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()), 1000);
-      for (int i = 0; i < n; ++i) {
-        const uint64_t id = events[i].data.u64;
+      const int n = epoll_wait(epoll_fd_, &ev, 1, 1000);
+      if (n == 1) {
+        const uint64_t id = ev.data.u64;
         if (id == kListenId) {
           Accept();
         } else if (id != kWakeId) {
@@ -127,11 +123,17 @@ class RpcServer::Impl {
           if (c) ReadSome(c);
         }
       }
-      if (Clock::now() - last_sweep > std::chrono::seconds(1)) {
-        SweepStalled();
-        last_sweep = Clock::now();
-      }
+      MaybeSweep();
     }
+  }
+
+  // At most once a second, by whichever thread comes by first.
+  void MaybeSweep() {
+    const int64_t now = Clock::now().time_since_epoch().count();
+    int64_t last = last_sweep_.load(std::memory_order_relaxed);
+    if (now - last < std::chrono::nanoseconds(std::chrono::seconds(1)).count()) return;
+    if (!last_sweep_.compare_exchange_strong(last, now)) return;
+    SweepStalled();
   }
 
   std::shared_ptr<Conn> Find(uint64_t id) {
@@ -256,12 +258,8 @@ class RpcServer::Impl {
         c->got = 0;
       } else {
         c->busy.store(true, std::memory_order_release);
-        {
-          std::lock_guard lk(queue_mu_);
-          ready_.push_back(c);
-        }
-        queue_cv_.notify_one();
-        return;  // not rearmed: the worker does that after replying
+        Handle(c);  // replies, then rearms the connection
+        return;
       }
     }
   }
@@ -280,20 +278,6 @@ class RpcServer::Impl {
       }
     }
     for (auto& c : stalled) Drop(c, "peer stalled mid-frame");
-  }
-
-  void Work() {
-    for (;;) {
-      std::shared_ptr<Conn> c;
-      {
-        std::unique_lock lk(queue_mu_);
-        queue_cv_.wait(lk, [&] { return stopping_ || !ready_.empty(); });
-        if (stopping_) return;
-        c = std::move(ready_.front());
-        ready_.pop_front();
-      }
-      Handle(c);
-    }
   }
 
   Status Dispatch(Conn& c, RpcContext& ctx, std::string* reply) {
@@ -412,18 +396,12 @@ class RpcServer::Impl {
   int wake_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> running_{false};
-  std::thread loop_;
+  std::atomic<int64_t> last_sweep_{0};  // steady-clock ticks of the last stall sweep
   std::vector<std::thread> workers_;
 
-  // Never held together.
   std::mutex conns_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Conn>> conns_;  // GUARDED_BY(conns_mu_)
   uint64_t next_id_ = 2;                                        // GUARDED_BY(conns_mu_)
-
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<std::shared_ptr<Conn>> ready_;  // GUARDED_BY(queue_mu_)
-  bool stopping_ = false;                    // GUARDED_BY(queue_mu_)
 };
 
 RpcServer::RpcServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

@@ -1,9 +1,12 @@
 // RpcServer: serves Stria RPCs on a NID (TCP LND).
 //
-// Concurrency model: one event-loop thread owns the listening socket and every connection's
-// reads (epoll, non-blocking sockets); it assembles whole frames under FrameLimits and hands
-// each complete request to a fixed pool of worker threads, which run the handler and write
-// the reply. A connection has at most one request being handled at a time (clients open
+// Concurrency model: a fixed pool of worker_threads threads share one epoll set over the
+// listening socket and every connection (non-blocking sockets, EPOLLONESHOT). A thread takes
+// one readable connection, assembles the frame under FrameLimits as its bytes arrive and,
+// once it is whole, runs the handler and writes the reply itself before rearming the
+// connection: one wakeup per request, no hand-off between threads, and bulk received in
+// parallel by as many threads as connections send it. At most worker_threads handlers run
+// at once. A connection has at most one request being handled at a time (clients open
 // several connections for parallelism), which bounds server memory by
 // connections x (max_body + max_bulk). A malformed frame or a peer that stalls mid-frame
 // for longer than stall_timeout drops that connection with a log line; every other
@@ -37,7 +40,7 @@ struct ServerOptions {
   std::string name = "stria";        // for logs
   std::string fsname;                // answered in CONNECT; a client naming another is refused
   std::string server_uuid;
-  int worker_threads = 8;            // concurrent handlers
+  int worker_threads = 8;            // threads that read frames and run handlers
   FrameLimits limits;                // per-frame body/bulk limits
   int stall_timeout_ms = 60'000;     // a partly received frame older than this drops the peer
   int max_connections = 4096;

@@ -73,6 +73,8 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         if (sessions) {
           if constexpr (std::is_same_v<Req, proto::OpenRequest>) {
             sessions->Opened(ctx.client_uuid, rep->handle(), req.ino());
+          } else if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
+            if (req.open()) sessions->Opened(ctx.client_uuid, rep->handle(), rep->attr().ino());
           } else if constexpr (std::is_same_v<Req, proto::CloseRequest>) {
             sessions->Closed(ctx.client_uuid, req.handle());
           }

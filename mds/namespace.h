@@ -128,6 +128,11 @@ class Namespace {
   bool ReleaseHandleLocked(uint64_t handle, uint64_t ino);
   // REQUIRES: open_mutex() held.
   bool IsOpenLocked(uint64_t ino) const { return open_counts_.count(ino) != 0; }
+  // REQUIRES: open_mutex() held. Whether `handle` is an open handle of regular file `ino`.
+  bool HandleOpenLocked(uint64_t handle, uint64_t ino) const {
+    auto it = handles_.find(handle);
+    return it != handles_.end() && it->second == ino;
+  }
   // REQUIRES: open_mutex() held. Registers `handle` on `ino` as granted before a restart
   // (a client's reopen); false when that handle number is already in use for another inode.
   bool RestoreHandleLocked(uint64_t handle, uint64_t ino);

@@ -102,7 +102,7 @@ std::map<uint32_t, OstState>& Txn::osts() {
   return *osts_;
 }
 
-Status Txn::Commit() {
+Status Txn::Commit(bool sync) {
   for (uint64_t ino : dirty_) batch_.Put(InodeKey(ino), inodes_.at(ino).Encode());
   if (super_.next_ino != orig_super_.next_ino) {
     batch_.Put(SuperKey("next_ino"), EncodeBe64(super_.next_ino));
@@ -125,7 +125,7 @@ Status Txn::Commit() {
   }
   if (batch_.Count() == 0) return Status::Ok();
   AppendReplyRecord(&batch_);
-  STRIA_RETURN_IF_ERROR(ns_->Write(&batch_));
+  STRIA_RETURN_IF_ERROR(ns_->Write(&batch_, sync));
   ns_->super_locked() = super_;
   if (osts_) ns_->osts_locked() = std::move(*osts_);
   ns_->rr_cursor_locked() = rr_cursor_;

@@ -62,8 +62,11 @@ class Txn {
   // For keys the helpers above do not cover (xattrs, params).
   rocksdb::WriteBatch& batch() { return batch_; }
 
-  // Writes everything as one synced batch and publishes the counters. Call once.
-  Status Commit();
+  // Writes everything as one batch and publishes the counters. Call once. sync = true: durable
+  // (WAL synced, or by the thread's DeferredSync) before it returns; false: in the WAL (it
+  // survives a kill -9 of the MDS, not a power loss) and made durable by the next synced
+  // write. Only for changes the durability promise lets wait (docs/durability.md).
+  Status Commit(bool sync = true);
 
  private:
   Namespace* ns_;

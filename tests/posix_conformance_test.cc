@@ -700,6 +700,20 @@ TEST_F(PosixTest, Truncate) {
   if (geteuid() == 0) {
     ASSERT_EQ(chmod(f.c_str(), 0644), 0);
     EXPECT_EQ(As(kU1, [&] { return Errno(truncate(f.c_str(), 0)); }), EACCES);
+    // Write access is granted at open: a file created with mode 0 can be ftruncated through
+    // the descriptor that created it, though truncate(2) by name is refused.
+    const std::string z = P("zero-mode");
+    EXPECT_EQ(As(kU1, [&] {
+                int zfd = open(z.c_str(), O_CREAT | O_RDWR, 0);
+                if (zfd < 0) return errno;
+                int rc = Errno(ftruncate(zfd, 0));
+                if (rc == 0) rc = Errno(ftruncate(zfd, 100));
+                close(zfd);
+                if (rc == 0 && L(z).st_size != 100) rc = EIO;
+                if (rc == 0) rc = Errno(truncate(z.c_str(), 0)) == EACCES ? 0 : EPROTO;
+                return rc;
+              }),
+              0);
   }
 }
 

@@ -13,7 +13,7 @@ constexpr uint32_t kReaddirPage = 512;  // entries per OP_MDS_READDIR
 
 Status StriaFs::FetchDirPage(fuse_req_t req, DirHandle* dh, bool plus) {
   proto::ReaddirRequest rr;
-  *rr.mutable_cred() = CredentialsOf(req);
+  *rr.mutable_cred() = CredentialsOf(req, groups_);
   rr.set_ino(dh->ino);
   rr.set_cookie(dh->cookie);
   rr.set_max_entries(kReaddirPage);

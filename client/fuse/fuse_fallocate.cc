@@ -73,7 +73,7 @@ Status StriaFs::DoFallocate(fuse_req_t req, FileHandle* fh, int mode, uint64_t o
   fh->mtime_ns.store(NowNs());
   fh->wrote.store(true);
   fh->dirty.store(true);
-  return ReportSize(req, fh, /*close=*/false);
+  return ReportSize(req, fh, /*close=*/false, /*sync=*/true);
 }
 
 }  // namespace stria::client::fuse

@@ -11,31 +11,28 @@
 
 namespace stria::client::fuse {
 
-Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_created,
-                           fuse_file_info* fi) {
-  const proto::Credentials cred = CredentialsOf(req);
-  proto::OpenRequest orq;
-  *orq.mutable_cred() = cred;
-  orq.set_ino(ino);
-  orq.set_flags(static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL | (just_created ? O_TRUNC : 0))));
+Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
+                           const proto::EntryReply* created, fuse_file_info* fi) {
+  const bool just_created = created != nullptr;
+  const proto::Credentials cred = CredentialsOf(req, groups_);
   proto::OpenReply rep;
-  Status st = client_->MdsCall(proto::OP_MDS_OPEN, orq, &rep);
-  uint64_t mds_handle = 0;
-  proto::Layout layout;
-  uint64_t mds_size = 0;
-  if (st.ok()) {
-    mds_handle = rep.handle();
-    layout = rep.layout();
-    mds_size = rep.attr().size();
-  } else if (just_created && (st.code() == Code::kAccess || st.code() == Code::kPerm)) {
-    // POSIX lets the creator write a file it just created read-only (open(O_CREAT|O_WRONLY,
-    // 0444)): carry on without an MDS handle, with the layout the create returned.
-    auto l = LayoutOf(req, ino);
-    if (!l.ok()) return l.status();
-    layout = *l;
+  Status st;
+  if (just_created) {
+    // The create opened it too (OP_MDS_CREATE with open): no second round trip.
+    *rep.mutable_attr() = created->attr();
+    *rep.mutable_layout() = created->layout();
+    rep.set_handle(created->handle());
   } else {
-    return st;
+    proto::OpenRequest orq;
+    *orq.mutable_cred() = cred;
+    orq.set_ino(ino);
+    orq.set_flags(static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL)));
+    st = client_->MdsCall(proto::OP_MDS_OPEN, orq, &rep);
+    if (!st.ok()) return st;
   }
+  const uint64_t mds_handle = rep.handle();
+  const proto::Layout& layout = rep.layout();
+  const uint64_t mds_size = rep.attr().size();
 
   std::shared_ptr<Inode> inode = inodes_.Get(ino);
   if (!inode) inode = std::make_shared<Inode>(ino);  // raced with forget; keep it private
@@ -52,7 +49,7 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_cr
   // Only then is a read worth an MDS update, sent at the first flush after a read so that
   // stat(2) after close(2) sees it.
   const proto::Attr& a = rep.attr();
-  fh->relatime_due = st.ok() && RelatimeDue(a.atime_ns(), a.mtime_ns(), a.ctime_ns(), NowNs());
+  fh->relatime_due = RelatimeDue(a.atime_ns(), a.mtime_ns(), a.ctime_ns(), NowNs());
   if (layout.objects_size() > 0) inode->set_layout(layout);
 
   if ((flags & O_TRUNC) && fh->writable && !just_created) {
@@ -72,8 +69,7 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_cr
   const int64_t mtime = rep.attr().mtime_ns();
   const bool same_size = inode->open_size.exchange(mds_size) == mds_size;
   const bool same_mtime = inode->open_mtime_ns.exchange(mtime) == mtime;
-  const bool unchanged = st.ok() && !just_created && !(flags & O_TRUNC) && same_size &&
-                         same_mtime;
+  const bool unchanged = !just_created && !(flags & O_TRUNC) && same_size && same_mtime;
   if (!unchanged && !just_created && session_ != nullptr) {
     fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);  // attributes only
   }
@@ -85,24 +81,26 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_cr
 }
 
 Status StriaFs::DoOpen(fuse_req_t req, uint64_t ino, fuse_file_info* fi) {
-  return OpenHandle(req, ino, fi->flags, /*just_created=*/false, fi);
+  return OpenHandle(req, ino, fi->flags, /*created=*/nullptr, fi);
 }
 
 Status StriaFs::DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
                          fuse_file_info* fi, fuse_entry_param* e) {
-  Status st = DoCreateNode(req, parent, name, S_IFREG | (mode & 07777), 0, nullptr, e);
-  bool created = true;
+  proto::EntryReply created;
+  Status st = DoCreateNode(req, parent, name, S_IFREG | (mode & 07777), 0, nullptr, e, &created);
   if (st.code() == Code::kExist && !(fi->flags & O_EXCL)) {
     // Another client created it between the kernel's lookup and ours: open it instead.
-    created = false;
     st = DoLookup(req, parent, name, e);
     if (st.ok() && !S_ISREG(e->attr.st_mode)) {
       inodes_.Forget(e->ino, 1);
       return Status(S_ISDIR(e->attr.st_mode) ? Code::kIsDir : Code::kExist, "not a file");
     }
+    STRIA_RETURN_IF_ERROR(st);
+    st = OpenHandle(req, e->ino, fi->flags, /*created=*/nullptr, fi);
+  } else {
+    STRIA_RETURN_IF_ERROR(st);
+    st = OpenHandle(req, e->ino, fi->flags, &created, fi);
   }
-  STRIA_RETURN_IF_ERROR(st);
-  st = OpenHandle(req, e->ino, fi->flags, created, fi);
   if (!st.ok()) inodes_.Forget(e->ino, 1);  // the entry is not handed to the kernel
   return st;
 }
@@ -144,11 +142,11 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   fh->wrote.store(true);
   fh->dirty.store(true);
   // O_SYNC/O_DSYNC: the data is durable on the OSTs (sync write); make the size durable too.
-  if (fh->sync_writes) return ReportSize(nullptr, fh, /*close=*/false);
+  if (fh->sync_writes) return ReportSize(nullptr, fh, /*close=*/false, /*sync=*/true);
   return Status::Ok();
 }
 
-Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
+Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync) {
   // Sizes are reported only for data that reached the OSTs.
   Status drained = fh->inode->DrainWrites();
   if (!drained.ok() && !close) return drained;
@@ -159,11 +157,12 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
   if (!close && !dirty && !atime_due) return Status::Ok();
   if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
   proto::CloseRequest cr;
-  *cr.mutable_cred() = req != nullptr ? CredentialsOf(req) : fh->cred;
+  *cr.mutable_cred() = req != nullptr ? CredentialsOf(req, groups_) : fh->cred;
   cr.set_ino(fh->inode->ino);
   cr.set_handle(close ? fh->mds_handle : 0);
   // wrote: new writes since the last report (the MDS then takes max(size) and the mtime).
   cr.set_wrote(dirty);
+  cr.set_sync(sync);
   if (atime_due) cr.set_atime_ns(read_ns);
   if (dirty) {
     cr.set_size(fh->inode->acked_end.load());  // only bytes the OSTs acknowledged
@@ -183,7 +182,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close) {
 }
 
 Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
-  return ReportSize(req, fh, /*close=*/false);
+  return ReportSize(req, fh, /*close=*/false, /*sync=*/false);
 }
 
 Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
@@ -191,13 +190,13 @@ Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
   if (fh->layout.objects_size() > 0) STRIA_RETURN_IF_ERROR(client_->SyncObjects(fh->layout));
   // The size must be durable too: report what this client wrote (the MDS syncs its WAL).
   if (fh->writable && fh->inode->written_end.load() > 0) fh->dirty.store(true);
-  return ReportSize(req, fh, /*close=*/false);
+  return ReportSize(req, fh, /*close=*/false, /*sync=*/true);
 }
 
 Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
   std::unique_ptr<FileHandle> owned(fh);
   Status written = fh->inode->DrainWrites();
-  Status st = ReportSize(req, fh, /*close=*/true);
+  Status st = ReportSize(req, fh, /*close=*/true, /*sync=*/false);
   if (st.ok()) st = written;
   if (fh->writable) fh->inode->writers.fetch_sub(1);
   if (!st.ok()) {

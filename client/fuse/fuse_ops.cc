@@ -74,7 +74,7 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
                          fuse_entry_param* e) {
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::LookupRequest lr;
-  *lr.mutable_cred() = CredentialsOf(req);
+  *lr.mutable_cred() = CredentialsOf(req, groups_);
   lr.set_parent(parent);
   lr.set_name(name);
   proto::EntryReply rep;
@@ -86,7 +86,7 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
 
 Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
   proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req);
+  *gr.mutable_cred() = CredentialsOf(req, groups_);
   gr.set_ino(ino);
   proto::AttrReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
@@ -113,7 +113,7 @@ Result<proto::Layout> StriaFs::LayoutOf(fuse_req_t req, uint64_t ino) {
     if (auto layout = inode->layout()) return *layout;
   }
   proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req);
+  *gr.mutable_cred() = CredentialsOf(req, groups_);
   gr.set_ino(ino);
   proto::AttrReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
@@ -136,7 +136,7 @@ Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layo
 Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
                           FileHandle* fh, struct stat* out) {
   proto::SetattrRequest sr;
-  *sr.mutable_cred() = CredentialsOf(req);
+  *sr.mutable_cred() = CredentialsOf(req, groups_);
   sr.set_ino(ino);
   uint32_t valid = 0;
   proto::Attr* a = sr.mutable_attr();
@@ -180,6 +180,7 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
     proto::Layout layout;
     if (fh != nullptr) {
       layout = fh->layout;
+      sr.set_handle(fh->mds_handle);  // ftruncate: write access was checked at open
     } else {
       // truncate(2) by path: let the MDS check write permission before the objects change.
       proto::OpenRequest orq;
@@ -212,17 +213,20 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
 }
 
 Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
-                             uint32_t rdev, const char* symlink_target, fuse_entry_param* e) {
+                             uint32_t rdev, const char* symlink_target, fuse_entry_param* e,
+                             proto::EntryReply* open_reply) {
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::CreateRequest cr;
-  *cr.mutable_cred() = CredentialsOf(req);
+  *cr.mutable_cred() = CredentialsOf(req, groups_);
   cr.set_parent(parent);
   cr.set_name(name);
   cr.set_mode(mode);
   cr.set_rdev(rdev);
   cr.set_exclusive(true);
   if (symlink_target != nullptr) cr.set_symlink_target(symlink_target);
-  proto::EntryReply rep;
+  cr.set_open(open_reply != nullptr);
+  proto::EntryReply local;
+  proto::EntryReply& rep = open_reply != nullptr ? *open_reply : local;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_CREATE, cr, &rep));
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
@@ -232,7 +236,7 @@ Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const 
                        fuse_entry_param* e) {
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::LinkRequest lr;
-  *lr.mutable_cred() = CredentialsOf(req);
+  *lr.mutable_cred() = CredentialsOf(req, groups_);
   lr.set_ino(ino);
   lr.set_new_parent(new_parent);
   lr.set_new_name(name);
@@ -245,7 +249,7 @@ Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const 
 Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir) {
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::UnlinkRequest ur;
-  *ur.mutable_cred() = CredentialsOf(req);
+  *ur.mutable_cred() = CredentialsOf(req, groups_);
   ur.set_parent(parent);
   ur.set_name(name);
   ur.set_is_dir(is_dir);
@@ -261,7 +265,7 @@ Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
     return Status(Code::kInval, "unsupported rename flags");
   }
   proto::RenameRequest rr;
-  *rr.mutable_cred() = CredentialsOf(req);
+  *rr.mutable_cred() = CredentialsOf(req, groups_);
   rr.set_old_parent(parent);
   rr.set_old_name(name);
   rr.set_new_parent(new_parent);
@@ -273,7 +277,7 @@ Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
 
 Status StriaFs::DoReadlink(fuse_req_t req, uint64_t ino, std::string* target) {
   proto::ReadlinkRequest rr;
-  *rr.mutable_cred() = CredentialsOf(req);
+  *rr.mutable_cred() = CredentialsOf(req, groups_);
   rr.set_ino(ino);
   proto::ReadlinkReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_READLINK, rr, &rep));
@@ -283,7 +287,7 @@ Status StriaFs::DoReadlink(fuse_req_t req, uint64_t ino, std::string* target) {
 
 Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
   proto::StatfsRequest sr;
-  *sr.mutable_cred() = CredentialsOf(req);
+  *sr.mutable_cred() = CredentialsOf(req, groups_);
   proto::StatfsReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_STATFS, sr, &rep));
   std::memset(out, 0, sizeof(*out));
@@ -301,7 +305,7 @@ Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
 
 Result<std::string> StriaFs::GetLov(fuse_req_t req, uint64_t ino) {
   proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req);
+  *gr.mutable_cred() = CredentialsOf(req, groups_);
   gr.set_ino(ino);
   proto::AttrReply attr;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &attr));
@@ -319,7 +323,7 @@ Result<std::string> StriaFs::GetLov(fuse_req_t req, uint64_t ino) {
 Status StriaFs::SetLov(fuse_req_t req, uint64_t ino, std::string_view value) {
   STRIA_ASSIGN_OR_RETURN(proto::Layout layout, UnpackLov(value));
   proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req);
+  *gr.mutable_cred() = CredentialsOf(req, groups_);
   gr.set_ino(ino);
   proto::AttrReply attr;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &attr));
@@ -339,7 +343,7 @@ Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const
   if (name == kCapabilityXattr) return Status(Code::kNotSup, "file capabilities unsupported");
   if (IsLovXattrName(name)) return SetLov(req, ino, std::string_view(value, size));
   proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req);
+  *xr.mutable_cred() = CredentialsOf(req, groups_);
   xr.set_ino(ino);
   xr.set_name(name);
   xr.set_value(std::string(value, size));
@@ -363,7 +367,7 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
     return Status::Ok();
   }
   proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req);
+  *xr.mutable_cred() = CredentialsOf(req, groups_);
   xr.set_ino(ino);
   xr.set_name(name);
   xr.set_size(static_cast<uint32_t>(size));
@@ -384,7 +388,7 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
 Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::string* names,
                             size_t* full_size) {
   proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req);
+  *xr.mutable_cred() = CredentialsOf(req, groups_);
   xr.set_ino(ino);
   xr.set_size(static_cast<uint32_t>(size));
   proto::XattrReply rep;
@@ -402,7 +406,7 @@ Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::stri
 Status StriaFs::DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name) {
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
   proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req);
+  *xr.mutable_cred() = CredentialsOf(req, groups_);
   xr.set_ino(ino);
   xr.set_name(name);
   proto::XattrReply rep;
@@ -410,7 +414,7 @@ Status StriaFs::DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name) {
 }
 
 Status StriaFs::DoAccess(fuse_req_t req, uint64_t ino, int mask) {
-  const proto::Credentials cred = CredentialsOf(req);
+  const proto::Credentials cred = CredentialsOf(req, groups_);
   proto::GetattrRequest gr;
   *gr.mutable_cred() = cred;
   gr.set_ino(ino);

@@ -27,6 +27,7 @@
 #include "client/client.h"
 #include "client/session.h"
 #include "client/fuse/file_handle.h"
+#include "client/fuse/groups_cache.h"
 #include "client/fuse/inode_table.h"
 #include "common/status.h"
 
@@ -35,6 +36,9 @@ namespace stria::client::fuse {
 struct FsOptions {
   double entry_timeout_s = 1.0;       // dentry cache validity
   double attr_timeout_s = 1.0;        // attribute cache validity
+  // How long a caller's supplementary groups are reused (client/fuse/groups_cache.h); 0
+  // reads them for every request (mounts without default_permissions).
+  int groups_ttl_ms = 1000;
   uint32_t max_write = 1u << 20;      // bytes per FUSE write
   uint32_t max_readahead = 8u << 20;  // asked of the kernel (it may grant less)
   uint32_t max_background = 64;       // async requests (readahead) the kernel keeps in flight
@@ -62,8 +66,11 @@ class StriaFs {
   Status DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st);
   Status DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
                    FileHandle* fh, struct stat* out);
+  // With open_reply, a regular file is created and opened in one MDS round trip: the reply
+  // (attributes, layout, open handle) lands there.
   Status DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
-                      uint32_t rdev, const char* symlink_target, fuse_entry_param* e);
+                      uint32_t rdev, const char* symlink_target, fuse_entry_param* e,
+                      proto::EntryReply* open_reply = nullptr);
   Status DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const char* name,
                 fuse_entry_param* e);
   Status DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir);
@@ -112,14 +119,16 @@ class StriaFs {
   void FillEntry(const proto::Attr& attr, const proto::Layout* layout, fuse_entry_param* e);
 
  private:
-  // Opens an MDS handle on `ino`, builds the FileHandle and applies O_TRUNC.
-  Status OpenHandle(fuse_req_t req, uint64_t ino, int flags, bool just_created,
+  // Opens an MDS handle on `ino` (or takes the one `created` granted with the create), builds
+  // the FileHandle and applies O_TRUNC.
+  Status OpenHandle(fuse_req_t req, uint64_t ino, int flags, const proto::EntryReply* created,
                     fuse_file_info* fi);
   // The layout of a regular file: cached on the inode, else from the MDS.
   Result<proto::Layout> LayoutOf(fuse_req_t req, uint64_t ino);
   // Sends this client's size for fh's file to the MDS (OP_MDS_CLOSE); close=true also
-  // closes the MDS open handle.
-  Status ReportSize(fuse_req_t req, FileHandle* fh, bool close);
+  // closes the MDS open handle; sync=true (fsync, O_SYNC) makes the MDS sync it before the
+  // reply, else it is durable with the MDS's next sync (as the data with the OSTs').
+  Status ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync);
   // Truncates the objects of `layout` and sets the MDS size (plus any other SETATTR bits).
   Status Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout, uint64_t size,
                   proto::SetattrRequest* sr, proto::AttrReply* rep);
@@ -135,6 +144,7 @@ class StriaFs {
   fuse_session* session_ = nullptr;
   ClientSession* mds_session_ = nullptr;
   InodeTable inodes_;
+  GroupsCache groups_{std::chrono::milliseconds(options_.groups_ttl_ms)};
   // Runs write-behind (client/fuse/write_behind.h); declared last so it is joined first.
   internal::ThreadPool write_pool_{4};
 };

@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -11,20 +12,29 @@ namespace {
 constexpr uint32_t kBlockSize = 1u << 20;  // st_blksize: the size of one FUSE write
 }
 
-proto::Credentials CredentialsOf(fuse_req_t req) {
+proto::Credentials CredentialsOf(fuse_req_t req, GroupsCache& groups) {
   const fuse_ctx* ctx = fuse_req_ctx(req);
   proto::Credentials cred;
   cred.set_uid(ctx->uid);
   cred.set_gid(ctx->gid);
   cred.set_pid(static_cast<uint32_t>(ctx->pid));
-  gid_t small[32];
-  int n = fuse_req_getgroups(req, 32, small);
-  if (n > 32) {
-    std::vector<gid_t> big(n);
-    n = fuse_req_getgroups(req, n, big.data());
-    for (int i = 0; i < n && i < static_cast<int>(big.size()); ++i) cred.add_groups(big[i]);
-  } else {
-    for (int i = 0; i < n; ++i) cred.add_groups(small[i]);
+  std::vector<gid_t> list;
+  const bool known = groups.Get(ctx->pid, ctx->uid, ctx->gid, [req](std::vector<gid_t>* out) {
+    gid_t small[32];
+    int n = fuse_req_getgroups(req, 32, small);
+    if (n < 0) return false;
+    if (n > 32) {
+      out->resize(static_cast<size_t>(n));
+      n = fuse_req_getgroups(req, n, out->data());
+      if (n < 0) return false;
+      out->resize(std::min(out->size(), static_cast<size_t>(n)));
+    } else {
+      out->assign(small, small + n);
+    }
+    return true;
+  }, &list);
+  if (known) {
+    for (gid_t g : list) cred.add_groups(g);
   }
   return cred;
 }

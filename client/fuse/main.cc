@@ -102,6 +102,8 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   if (!client.ok()) return Fail(a, "cannot mount " + a.device + ": " + client.status().ToString());
 
   FsOptions fs_opts;
+  // Without default_permissions the MDS alone checks access: no reuse of caller groups.
+  if (!mo.default_permissions) fs_opts.groups_ttl_ms = 0;
   StriaFs fs(client->get(), fs_opts);
 
   const std::string opt_string = mo.FuseOptString();

@@ -65,7 +65,6 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
                                        std::string_view device, bool is_root) {
   MountOptions m;
   bool allow_other = is_root;
-  bool default_permissions = true;
   bool have_fsname = false, have_subtype = false;
   for (const std::string& arg : option_args) {
     for (const std::string& o : SplitCommas(arg)) {
@@ -93,9 +92,9 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
       } else if (o == "noallow_other") {
         allow_other = false;
       } else if (o == "default_permissions") {
-        default_permissions = true;
+        m.default_permissions = true;
       } else if (o == "nodefault_permissions") {
-        default_permissions = false;
+        m.default_permissions = false;
       } else {
         have_fsname |= key == "fsname";
         have_subtype |= key == "subtype";
@@ -109,7 +108,7 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
   if (allow_other) m.fuse_opts.push_back("allow_other");
   // The kernel checks mode bits too (the MDS stays the authority): without it a path walk
   // through cached dentries skips the search permission of each directory.
-  if (default_permissions) m.fuse_opts.push_back("default_permissions");
+  if (m.default_permissions) m.fuse_opts.push_back("default_permissions");
   return m;
 }
 

@@ -37,6 +37,7 @@ struct MountOptions {
   int timeout_s = 300;
   std::string log_file;
   std::string log_level;
+  bool default_permissions = true;  // the kernel checks mode bits too
 
   // "opt1,opt2,..." for libfuse's -o.
   std::string FuseOptString() const;

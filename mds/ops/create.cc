@@ -4,6 +4,8 @@
 //   EEXIST if the name exists; EINVAL for "", ".", ".." or names with '/'; ENAMETOOLONG past
 //   255 bytes; EACCES without write+search on the parent; ENOSPC "no OSTs registered" for a
 //   regular file when no OST is active.
+// With `open` (a regular file only), the new file is also opened, as OP_MDS_OPEN would: the
+// reply carries the handle (one round trip for open(O_CREAT)).
 // Ownership: the caller's uid; the parent's gid when the parent is setgid (and a new
 // directory inherits the setgid bit), else the caller's gid.
 #include <sys/stat.h>
@@ -26,6 +28,9 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
   if (type == 0) type = S_IFREG;
   const proto::FileType ft = FileTypeOfMode(type);
   if (ft == proto::FT_UNKNOWN) return Status(Code::kInval, "unknown file type in mode");
+  if (req.open() && ft != proto::FT_REG) {
+    return Status(Code::kInval, "create with open is for regular files");
+  }
   if (ft == proto::FT_LNK) {
     if (req.symlink_target().empty()) return Status(Code::kNoEnt, "empty symlink target");
     if (req.symlink_target().size() > kMaxSymlinkLen) {
@@ -101,7 +106,13 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
   // The reply is filled before the commit: a persisted reply (mds/reply_journal.h) is
   // written in the same batch.
   FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
-  return txn.Commit();
+  if (!req.open()) return txn.Commit();
+  // Lock order: the namespace mutex, then the open mutex (as Txn::DropLastLink).
+  std::lock_guard open_lock(ns.open_mutex());
+  rep->set_handle(ns.RegisterOpenLocked(ino, /*track=*/true));
+  Status st = txn.Commit();
+  if (!st.ok()) ns.ReleaseHandleLocked(rep->handle(), ino);
+  return st;
 }
 
 }  // namespace stria::mds

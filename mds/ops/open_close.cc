@@ -6,7 +6,9 @@
 // OP_MDS_REOPEN: a client replays a handle it was granted before an MDS restart, so a file
 // unlinked while open survives the restart (the MDS reaps orphans only after its recovery
 // window). ENOENT when the file is gone; EBUSY when the handle number is taken.
-// OP_MDS_CLOSE: when the handle was read, atime = the read time if relatime asks for it
+// OP_MDS_CLOSE: written to the WAL but synced only when the request says sync (fsync,
+// O_SYNC): a size reported at close is as durable as the data it describes, which reaches
+// the OSTs' disks only at fsync. When the handle was read, atime = the read time if relatime asks for it
 // (atime not after mtime or ctime, or a day old). When the client wrote, size = max(size, reported size), mtime = the
 // reported write time (now when absent), ctime = that time (never moving back), and a non-root writer clears
 // S_ISUID/S_ISGID as write(2) does.
@@ -88,7 +90,7 @@ Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* re
     FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
     // The last close of a file unlinked while open: it goes now (unless reopened meanwhile).
     if (last && rec->attr.nlink() == 0) txn.DropLastLink(req.ino());
-    return txn.Commit();
+    return txn.Commit(req.sync());
   }
   if (!rec->is_reg()) return Status(Code::kInval, "close with writes on a non-regular file");
   proto::Attr& a = rec->attr;
@@ -107,7 +109,7 @@ Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* re
   // written in the same batch.
   FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
   if (last && a.nlink() == 0) txn.DropLastLink(req.ino());
-  return txn.Commit();
+  return txn.Commit(req.sync());
 }
 
 }  // namespace stria::mds

@@ -4,7 +4,8 @@
 //   with write permission may only clear S_ISUID/S_ISGID (the kernel's kill-priv on write).
 //   uid: root only (EPERM). gid: root, or the owner to a group it belongs to (EPERM).
 //   chown of a non-directory clears S_ISUID and S_ISGID.
-//   size: write permission (EACCES); EISDIR on directories; EFBIG past kMaxFileSize.
+//   size: write permission (EACCES), unless it goes through a handle of the file opened for
+//   writing (ftruncate: checked at open); EISDIR on directories; EFBIG past kMaxFileSize.
 //   times to "now": owner, root or write permission (EACCES); explicit times: owner or root.
 // ctime becomes now on every change unless SETATTR_CTIME gives it.
 #include <sys/stat.h>
@@ -63,7 +64,13 @@ Status Setattr(Namespace& ns, const proto::SetattrRequest& req, proto::AttrReply
     if (rec->is_dir()) return Status(Code::kIsDir, "cannot set the size of a directory");
     if (!rec->is_reg()) return Status(Code::kInval, "size applies to regular files only");
     if (in.size() > kMaxFileSize) return Status(Code::kFBig, "size beyond the maximum file size");
-    STRIA_RETURN_IF_ERROR(CheckAccess(a, cred, kMayWrite));
+    bool through_open_handle = false;
+    if (req.handle() != 0) {
+      // Lock order: the namespace mutex, then the open mutex.
+      std::lock_guard open_lock(ns.open_mutex());
+      through_open_handle = ns.HandleOpenLocked(req.handle(), req.ino());
+    }
+    if (!through_open_handle) STRIA_RETURN_IF_ERROR(CheckAccess(a, cred, kMayWrite));
     a.set_size(in.size());
     a.set_mtime_ns(txn.now());
   }

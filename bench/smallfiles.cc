@@ -1,0 +1,126 @@
+// smallfiles: the small-file workload of a training set (images of ~100 KB).
+//
+//   smallfiles [--files N] [--size BYTES] [--threads T] [--drop-caches] DIR
+//
+// Makes DIR/smallfiles.<pid>/, writes N files of BYTES each from one thread (open
+// O_CREAT|O_WRONLY, one write, close), optionally drops the page cache (sync, then
+// /proc/sys/vm/drop_caches, root only), then reads every file back with T threads (open, read
+// to EOF, close) and checks each file's length and first and last bytes. Prints one line
+// per phase and a final machine-readable "RESULT write=<files/s> read=<files/s>". The files
+// are removed afterwards (not timed). Exit status 1 if any operation fails or reads wrong.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/bench_util.h"
+
+namespace {
+
+using stria::bench::Clock;
+using stria::bench::RunPhase;
+using stria::bench::Seconds;
+
+int Fail(const char* what, const std::string& path) {
+  return stria::bench::Fail("smallfiles", what, path);
+}
+
+// The byte at offset `off` of file `path` (distinct files and offsets differ).
+uint8_t Pattern(const std::string& path, size_t off) {
+  return static_cast<uint8_t>(std::hash<std::string>{}(path) + off * 131);
+}
+
+bool DropCaches() {
+  sync();
+  const int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+  if (fd < 0) return false;
+  const bool ok = write(fd, "3", 1) == 1;
+  close(fd);
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"smallfiles: write many small files from one thread, read them with several"};
+  int files = 10000;
+  size_t size = 100'000;
+  int threads = 8;
+  bool drop = false;
+  std::string dir;
+  app.add_option("--files,-n", files, "files to write and read")->check(CLI::Range(1, 10'000'000));
+  app.add_option("--size,-s", size, "bytes per file")->check(CLI::Range(size_t{1}, size_t{1} << 30));
+  app.add_option("--threads,-t", threads, "reader threads")->check(CLI::Range(1, 256));
+  app.add_flag("--drop-caches", drop, "drop the page cache between writing and reading (root)");
+  app.add_option("dir", dir, "directory on the filesystem to measure")->required();
+  CLI11_PARSE(app, argc, argv);
+
+  const std::string work = dir + "/smallfiles." + std::to_string(getpid());
+  if (mkdir(work.c_str(), 0755) != 0) return Fail("mkdir", work);
+  std::vector<std::string> names;
+  names.reserve(files);
+  for (int i = 0; i < files; ++i) names.push_back(work + "/img" + std::to_string(i) + ".jpg");
+
+  std::vector<uint8_t> data(size);
+  auto t0 = Clock::now();
+  if (!RunPhase(names, 1, [&](const std::string& n) {
+        data.front() = Pattern(n, 0);
+        data.back() = Pattern(n, size - 1);
+        const int fd = open(n.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+        if (fd < 0) return Fail("create", n);
+        if (write(fd, data.data(), size) != static_cast<ssize_t>(size)) {
+          close(fd);
+          return Fail("write", n);
+        }
+        return close(fd) != 0 ? Fail("close", n) : 0;
+      })) {
+    return 1;
+  }
+  const double write_s = Seconds(t0);
+
+  if (drop && !DropCaches()) {
+    fprintf(stderr, "smallfiles: cannot drop the page cache (not root?)\n");
+    return 1;
+  }
+
+  t0 = Clock::now();
+  if (!RunPhase(names, threads, [size](const std::string& n) {
+        thread_local std::vector<uint8_t> buf;
+        buf.resize(size + 4096);
+        const int fd = open(n.c_str(), O_RDONLY);
+        if (fd < 0) return Fail("open", n);
+        size_t got = 0;
+        for (;;) {
+          const ssize_t r = read(fd, buf.data() + got, buf.size() - got);
+          if (r < 0) {
+            close(fd);
+            return Fail("read", n);
+          }
+          got += static_cast<size_t>(r);
+          if (r == 0 || got == buf.size()) break;
+        }
+        close(fd);
+        if (got != size || buf[0] != Pattern(n, 0) || buf[size - 1] != Pattern(n, size - 1)) {
+          fprintf(stderr, "smallfiles: %s read back %zu bytes, or the wrong bytes\n", n.c_str(), got);
+          return 1;
+        }
+        return 0;
+      })) {
+    return 1;
+  }
+  const double read_s = Seconds(t0);
+
+  RunPhase(names, 1, [](const std::string& n) { return unlink(n.c_str()) != 0 ? Fail("unlink", n) : 0; });
+  rmdir(work.c_str());
+
+  printf("write %d files of %zu bytes, 1 thread: %.2f s %.0f files/s\n", files, size, write_s,
+         files / write_s);
+  printf("read  %d files, %d threads%s: %.2f s %.0f files/s\n", files, threads,
+         drop ? ", page cache dropped" : "", read_s, files / read_s);
+  printf("RESULT write=%.0f read=%.0f\n", files / write_s, files / read_s);
+  return 0;
+}
