@@ -63,6 +63,7 @@ ObjectStore::ObjectStore(std::string dir, OstMeta meta, int root_fd,
     : dir_(std::move(dir)),
       meta_(std::move(meta)),
       root_fd_(root_fd),
+      options_(options),
       cache_(options.max_open_files) {}
 
 ObjectStore::~ObjectStore() { close(root_fd_); }
@@ -165,7 +166,15 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
     std::shared_lock lock(ObjectLock(group, id));
     auto range = range_locks_.Lock(ObjKey{group, id}, offset, data.size(), /*exclusive=*/true);
     STRIA_ASSIGN_OR_RETURN(file, GetFile(group, id, /*create=*/true));
-    Status st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data);
+    const bool aligned = offset % internal::kCrcChunk == 0 &&
+                         data.size() % internal::kCrcChunk == 0 &&
+                         reinterpret_cast<uintptr_t>(data.data()) % internal::kCrcChunk == 0;
+    const int direct_fd = aligned && options_.direct_writes ? file->direct_fd() : -1;
+    Status st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data, direct_fd);
+    if (st.code() == Code::kInval && direct_fd >= 0) {
+      // The device wants a larger alignment than 4 KiB: this write goes buffered.
+      st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data);
+    }
     if (!st.ok()) return NameCorruption(st, group, id);
   }
   if (sync) {  // outside the lock: the flush covers whatever is written by then

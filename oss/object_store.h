@@ -2,7 +2,8 @@
 //
 // Object (group, id) lives at `<dir>/O/<group>/d<id % 32>/<id>`. A file is created on the
 // first write (or a growing truncate); until then the object reads as empty (size 0) and
-// Getattr says exists=false. Object data goes to disk through io_uring (UringIo); the
+// Getattr says exists=false. Object data goes to disk through io_uring (UringIo), aligned
+// writes with O_DIRECT (ObjectStoreOptions::direct_writes), everything else buffered; the
 // descriptors come from a bounded LRU (internal/fd_cache.h), never one held per object.
 // Nothing is fsynced unless asked (a sync write, SyncObject, SyncAll).
 //
@@ -44,9 +45,15 @@
 namespace stria::oss {
 
 struct ObjectStoreOptions {
-  // Most objects kept open by this OST, two descriptors each (data and checksum sidecar);
-  // more are open only while requests run.
+  // Most objects kept open by this OST, two descriptors each (data and checksum sidecar,
+  // and a third once an object has had an O_DIRECT write); more are open only while
+  // requests run.
   size_t max_open_files = 512;
+  // Writes aligned to 4 KiB (offset, length and buffer: every full-chunk write a client
+  // streams) go to disk with O_DIRECT: no copy into the page cache and no writeback later,
+  // which was most of an OSS's CPU per byte written. Unaligned writes, and file systems
+  // without O_DIRECT, stay buffered. false: every write buffered.
+  bool direct_writes = true;
 };
 
 struct ObjectAttr {
@@ -159,6 +166,7 @@ class ObjectStore {
   const std::string dir_;
   const OstMeta meta_;
   const int root_fd_;  // O_DIRECTORY descriptor of dir_; object paths are relative to it
+  const ObjectStoreOptions options_;
   internal::FdCache cache_;
   std::array<std::shared_mutex, kObjectLocks> object_locks_;
   internal::RangeLocks range_locks_;

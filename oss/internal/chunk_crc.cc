@@ -137,7 +137,8 @@ Status LoadCrcs(int crc_fd, uint64_t first, std::span<uint32_t> out) {
   return UringIo::ReadAt(crc_fd, raw, first * kEntryBytes).status();
 }
 
-Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<const uint8_t> data) {
+Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<const uint8_t> data,
+                        int write_fd) {
   const uint64_t end = offset + data.size();
   PartialChunks partial;
   // Data goes to disk before its checksums, so an OSS killed between the two leaves chunks
@@ -147,7 +148,7 @@ Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<cons
   STRIA_RETURN_IF_ERROR(ReadPartialChunks(
       data_fd, crc_fd, offset, end, [](uint64_t i) { return ChunkStart(i) + kCrcChunk; },
       OnMismatch::kResum, &partial));
-  STRIA_RETURN_IF_ERROR(UringIo::WriteAt(data_fd, data, offset));
+  STRIA_RETURN_IF_ERROR(UringIo::WriteAt(write_fd >= 0 ? write_fd : data_fd, data, offset));
 
   const uint64_t first = offset / kCrcChunk;
   std::span<uint32_t> crcs = CrcScratch((end - 1) / kCrcChunk - first + 1);

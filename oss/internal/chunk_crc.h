@@ -43,8 +43,11 @@ Status LoadCrcs(int crc_fd, uint64_t first, std::span<uint32_t> out);
 // summed from `data`; the (at most two) it covers in part are read and checked before the
 // write (kCorrupt, nothing written, when one fails: a partial overwrite must not launder a
 // corrupt chunk into a fresh checksum) and re-summed with the new bytes merged in. One
-// sidecar write. REQUIRES: data is not empty.
-Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<const uint8_t> data);
+// sidecar write. The data goes through `write_fd` when it is >= 0 (the same file opened with
+// O_DIRECT, for writes aligned to kCrcChunk, which have no partial chunks), else data_fd.
+// REQUIRES: data is not empty.
+Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<const uint8_t> data,
+                        int write_fd = -1);
 
 // Punches [offset, offset + length) (keeping the size `object_size`) and fixes the
 // checksums: chunks punched whole get "no checksum"; partly punched edge chunks are checked

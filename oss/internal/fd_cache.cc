@@ -1,6 +1,10 @@
 #include "oss/internal/fd_cache.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <string>
 
 #include <algorithm>
 
@@ -9,6 +13,20 @@ namespace stria::oss::internal {
 OpenFile::~OpenFile() {
   if (fd_ >= 0) ::close(fd_);
   if (crc_fd_ >= 0) ::close(crc_fd_);
+  if (direct_fd_ >= 0) ::close(direct_fd_);
+}
+
+int OpenFile::direct_fd() {
+  std::call_once(direct_once_, [this] {
+    // The same inode as fd_, whatever its path is now (/proc/self/fd is the open file).
+    const std::string self = "/proc/self/fd/" + std::to_string(fd_);
+    int fd;
+    do {
+      fd = ::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+    } while (fd < 0 && errno == EINTR);
+    direct_fd_ = fd;  // -1: EINVAL (no O_DIRECT on this file system) or out of descriptors
+  });
+  return direct_fd_;
 }
 
 FdCache::FdCache(size_t capacity) {

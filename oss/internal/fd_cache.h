@@ -2,7 +2,8 @@
 //
 // The OSS process may hold at most ~20,000 descriptors while an OST holds millions of
 // objects, so descriptors are cached, never kept one per object. An entry is one object: its
-// data file and its checksum sidecar (internal/chunk_crc.h), two descriptors. Entries are reference
+// data file and its checksum sidecar (internal/chunk_crc.h), two descriptors, and a third
+// for O_DIRECT writes once the object has had one. Entries are reference
 // counted (FileRef): eviction drops the cache's reference and the descriptor closes when the
 // last request using it finishes, so the number open is at most capacity plus the requests
 // in flight. The cache is split into shards, each with its own mutex and LRU list.
@@ -43,7 +44,7 @@ struct ObjKeyHash {
   }
 };
 
-// An open object: its data file and its checksum sidecar; closes both descriptors when the
+// An open object: its data file and its checksum sidecar; closes its descriptors when the
 // last reference goes.
 class OpenFile {
  public:
@@ -55,6 +56,10 @@ class OpenFile {
   int fd() const { return fd_; }
   int crc_fd() const { return crc_fd_; }
 
+  // The data file opened again with O_DIRECT (write-only), on first use; -1 where the file
+  // system refuses O_DIRECT (then writes stay buffered). Thread-safe.
+  int direct_fd();
+
   // Set when this descriptor created the file: its directory entry is not yet durable, so
   // the next fsync of the object also fsyncs the parent directory.
   std::atomic<bool> dir_dirty{false};
@@ -62,6 +67,8 @@ class OpenFile {
  private:
   int fd_;
   int crc_fd_;
+  std::once_flag direct_once_;
+  int direct_fd_ = -1;  // written once under direct_once_
 };
 
 using FileRef = std::shared_ptr<OpenFile>;
