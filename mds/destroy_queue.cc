@@ -92,6 +92,10 @@ Result<size_t> DestroyQueue::RunPass(bool from_cursor) {
     STRIA_RETURN_IF_ERROR(FromRocks(it->status(), "scan destroy queue"));
   }
   if (records.empty()) return size_t{0};
+  // An unlink may be answered before its batch is synced (the commit interval): destroy
+  // objects only once the records naming them are durable, or a power loss could bring the
+  // file back without its data.
+  STRIA_RETURN_IF_ERROR(ns_->SyncAll());
 
   std::map<uint32_t, proto::OstInfo> table;
   for (proto::OstInfo& o : ns_->OstTable()) table[o.index()] = std::move(o);

@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   int threads = 8;
   std::string root_squash;
   int lease_ms = 60'000;
+  int commit_interval_ms = stria::mds::MdsServiceOptions{}.commit_interval_ms;
   app.add_option("--fsname", fsname, "filesystem name (1-32 characters)")->required();
   app.add_option("--data", data, "RocksDB directory (formatted when empty)")->required();
   app.add_option("--listen", listen, "NID to listen on")->capture_default_str();
@@ -58,6 +59,12 @@ int main(int argc, char** argv) {
                  "window after a restart")
       ->check(CLI::Range(100, 3'600'000))
       ->capture_default_str();
+  app.add_option("--commit-interval-ms", commit_interval_ms,
+                 "answer namespace changes once in the WAL and sync it within this many ms "
+                 "(fsync of a file or directory waits for it); 0 syncs every change before "
+                 "its reply")
+      ->check(CLI::Range(0, 10'000))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -67,6 +74,7 @@ int main(int argc, char** argv) {
   stria::InitLogging("stria-mds", log_level);
 
   stria::mds::MdsServiceOptions service_options;
+  service_options.commit_interval_ms = commit_interval_ms;
   if (!root_squash.empty()) {
     unsigned uid = 0, gid = 0;
     char extra = 0;
@@ -104,6 +112,7 @@ int main(int argc, char** argv) {
     LOG_ERROR("cannot open {}: {}", data, ns.status().ToString());
     return 1;
   }
+  if (commit_interval_ms > 0) (*ns)->StartCommitter(commit_interval_ms);
   stria::mds::DestroyQueue queue(ns->get(), &gateway);
 
   stria::lnet::ServerOptions sopts;

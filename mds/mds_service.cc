@@ -35,11 +35,13 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
   Namespace* ns = ns_;
   DestroyQueue* queue = kick ? queue_ : nullptr;
   const bool journaled = Journaled(op);
+  // MDS operations (not the MGS's) may be answered before their WAL sync.
+  const bool lazy = options_.commit_interval_ms > 0 && op >= proto::OP_MDS_LOOKUP;
   const MdsServiceOptions options = options_;
   ClientSessions* sessions = sessions_;
   server->Register<Req, Rep>(
       static_cast<uint16_t>(op),
-      [ns, queue, fn, op, journaled, options, sessions](lnet::RpcContext& ctx,
+      [ns, queue, fn, op, journaled, lazy, options, sessions](lnet::RpcContext& ctx,
                                                         const Req& wire_req,
                                                         Rep* rep) -> Status {
         if (sessions) sessions->Touch(ctx.client_uuid);
@@ -64,7 +66,14 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         } else {
           st = fn(*ns, req, rep);
         }
-        if (st.ok()) st = durable.Wait();
+        if (st.ok()) {
+          bool sync_asked = false;
+          if constexpr (requires { req.sync(); }) sync_asked = req.sync();
+          // fsync: everything written before, this request's changes or not, goes to disk.
+          if (sync_asked) durable.Note(ns->db()->GetLatestSequenceNumber());
+          // Otherwise a lazy change is in the WAL now and on disk within the commit interval.
+          st = durable.Done(/*wait=*/sync_asked || !lazy);
+        }
         if (!st.ok()) {
           LOG_DEBUG("{} from {}: {}", proto::Opcode_Name(op), ctx.peer, st.ToString());
           return st;
@@ -144,6 +153,7 @@ void MdsService::Register(lnet::RpcServer* server) {
   Add(server, OP_MDS_CLOSE, &Close);
   Add(server, OP_MDS_SET_DEFAULT_LAYOUT, &SetDefaultLayout);
   Add(server, OP_MDS_GET_DEFAULT_LAYOUT, &GetDefaultLayout);
+  Add(server, OP_MDS_SYNC, &Sync);
 }
 
 }  // namespace stria::mds

@@ -64,9 +64,10 @@ proto::Credentials User(uint32_t uid, uint32_t gid, std::vector<uint32_t> groups
 
 MdsFixture::MdsFixture(std::string fsname) : fsname_(std::move(fsname)) { Reopen(); }
 
-void MdsFixture::Reopen(bool reap_orphans) {
+void MdsFixture::Reopen(bool reap_orphans, rocksdb::Env* env) {
   ns_.reset();
   NamespaceOptions o;
+  o.env = env;
   o.data_dir = tmp_.path() + "/db";
   o.fsname = fsname_;
   o.reap_orphans_at_open = reap_orphans;

@@ -54,7 +54,10 @@ class MdsFixture {
   RecordingGateway& gateway() { return gateway_; }
   const std::string& dir() const { return tmp_.path() ; }
   // reap_orphans=false leaves files unlinked while open for ReapOrphans (as stria-mds does).
-  void Reopen(bool reap_orphans = true);
+  // env: the RocksDB Env for this open (null: the default file system).
+  void Reopen(bool reap_orphans = true, rocksdb::Env* env = nullptr);
+  // Closes the namespace (Reopen opens it again).
+  void Close() { ns_.reset(); }
   // Registers OSTs 0..n-1 (uuid "ost<i>", nid "127.0.0.1@tcp:<9000+i>").
   void AddOsts(int n);
 

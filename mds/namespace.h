@@ -6,8 +6,10 @@
 // Concurrency model of the MDS (see also docs/): RPC worker threads run the operation
 // handlers (mds/ops/*.cc) concurrently. Every mutation takes the namespace mutex (mutex())
 // for its whole read-check-write sequence and commits exactly one WriteBatch (mds/txn.h),
-// durable before the reply (synced on the spot, or by group commit: DeferredSync below), so
-// mutations are serialized and each is atomic and durable. Reads (lookup, getattr, readdir, getxattr, ...) do not take the
+// so mutations are serialized and each is atomic. A batch is in the WAL (it survives a
+// kill -9) before the reply; it is durable on disk (WAL synced) before the reply when the
+// caller asks (DeferredSync::Wait, fsync), else within the commit interval (the committer
+// thread, StartCommitter). Reads (lookup, getattr, readdir, getxattr, ...) do not take the
 // mutex: they read RocksDB directly and see each mutation either entirely or not at all
 // (a multi-key read may straddle two mutations; it then reports ENOENT, as a race would).
 // The in-memory state below is GUARDED_BY(mutex_); accessors that copy it take the mutex
@@ -29,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "common/status.h"
@@ -53,15 +56,24 @@ struct InodeRecord {
   static Result<InodeRecord> Decode(std::string_view bytes);
 };
 
+// Inode numbers and object ids are handed out from ranges reserved on disk: the stored
+// counter is the end of the current range, written (and synced) once per kIdReserve ids,
+// and after a restart allocation resumes at the stored end. So an id that a reply made
+// known is never handed out again, even when the change that used it was not yet durable
+// when the MDS lost power (a client may have written objects under it).
+inline constexpr uint64_t kIdReserve = 4096;
+
 // One OST as the MGS knows it, with the MDS's object id counter for it.
 struct OstState {
   proto::OstInfo info;
-  uint64_t next_object_id = 1;
+  uint64_t next_object_id = 1;   // the next id to hand out
+  uint64_t object_id_limit = 1;  // the end of the reserved range (the stored counter)
 };
 
 // The counters kept in the superblock (S keys).
 struct SuperState {
-  uint64_t next_ino = 2;
+  uint64_t next_ino = 2;         // the next inode number to hand out
+  uint64_t ino_limit = 2;        // the end of the reserved range (the stored next_ino)
   uint64_t inodes = 1;
   uint64_t destroy_seq = 1;
   uint64_t config_gen = 1;
@@ -74,6 +86,9 @@ struct NamespaceOptions {
   // Remove files unlinked while open at Open(). The MDS defers this (ReapOrphans) until
   // its recovery window has let clients reopen what they still hold (mds/client_sessions.h).
   bool reap_orphans_at_open = true;
+  // The RocksDB Env (file system) to use; null: the default. Tests pass a fault-injecting one
+  // (mds/internal/power_loss_env.h).
+  rocksdb::Env* env = nullptr;
 };
 
 class Namespace {
@@ -152,6 +167,17 @@ class Namespace {
   // Makes every write up to WAL sequence `seq` durable: one thread syncs the WAL for all
   // that wait (group commit); the others wait for it. Never call with mutex() held.
   Status WaitDurable(uint64_t seq);
+  // Everything written so far, durable (WaitDurable of the latest sequence).
+  Status SyncAll() { return WaitDurable(db_->GetLatestSequenceNumber()); }
+
+  // The committer: a thread that makes writes acknowledged without a sync (CommitLater)
+  // durable, at most interval_ms after the first of them; one WAL sync covers all that
+  // came meanwhile. Stop joins it after a last sync. interval_ms >= 1.
+  void StartCommitter(int interval_ms);
+  void StopCommitter();
+  // Asks the committer to make WAL sequence `seq` durable soon (without it, the next
+  // WaitDurable of anyone, or a clean close, does).
+  void CommitLater(uint64_t seq);
   // How many WAL syncs group commit has made (for tests and stats).
   uint64_t wal_syncs() {
     std::lock_guard lock(sync_mu_);
@@ -179,6 +205,10 @@ class Namespace {
   uint64_t synced_seq_ = 0;      // GUARDED_BY(sync_mu_): WAL durable up to here
   bool syncing_ = false;         // GUARDED_BY(sync_mu_): a thread is in SyncWAL
   uint64_t wal_syncs_ = 0;       // GUARDED_BY(sync_mu_)
+  uint64_t pending_seq_ = 0;     // GUARDED_BY(sync_mu_): CommitLater's highest sequence
+  bool committer_stop_ = false;  // GUARDED_BY(sync_mu_)
+  std::condition_variable committer_cv_;
+  std::thread committer_;
   std::mutex open_mu_;
   uint64_t next_handle_ = 0;                          // GUARDED_BY(open_mu_)
   std::map<uint64_t, uint64_t> handles_;              // GUARDED_BY(open_mu_): handle -> ino
@@ -190,7 +220,10 @@ class Namespace {
 // Wait() — called after the mutex is released, before the reply — makes them durable. One
 // WAL sync then covers every mutation that committed meanwhile on any thread, so
 // concurrent creates share fsyncs instead of queueing behind each other's. A kill -9 loses
-// nothing (the WAL write reached the kernel); nothing is acknowledged before Wait().
+// nothing (the WAL write reached the kernel). Later() instead hands the sync to the
+// committer and returns at once: the reply then precedes durability by at most the commit
+// interval, unless required() (the change reserved a new id range: that must be durable
+// before any id from it is answered).
 // Usage: { DeferredSync durable(&ns); st = op(...); if (st.ok()) st = durable.Wait(); }
 class DeferredSync {
  public:
@@ -200,15 +233,28 @@ class DeferredSync {
   DeferredSync& operator=(const DeferredSync&) = delete;
 
   Status Wait();
+  // Hands what this scope wrote to the committer (Namespace::CommitLater) and returns.
+  // REQUIRES: !required().
+  void Later();
+  // How an operation ends: Wait() when `wait` or required(), else Later().
+  Status Done(bool wait) {
+    if (wait || required_) return Wait();
+    Later();
+    return Status::Ok();
+  }
 
   // The scope active on this thread for `ns`, or null.
   static DeferredSync* Active(const Namespace* ns);
   void Note(uint64_t seq) { seq_ = std::max(seq_, seq); }
+  // A change in this scope must be durable before the reply (Wait, not Later).
+  void Require() { required_ = true; }
+  bool required() const { return required_; }
 
  private:
   Namespace* const ns_;
   DeferredSync* const outer_;
   uint64_t seq_ = 0;  // highest WAL sequence written in this scope; 0 = none
+  bool required_ = false;
 };
 
 // Maps a RocksDB status to kDbError (kOk stays kOk).

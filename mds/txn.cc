@@ -104,8 +104,13 @@ std::map<uint32_t, OstState>& Txn::osts() {
 
 Status Txn::Commit(bool sync) {
   for (uint64_t ino : dirty_) batch_.Put(InodeKey(ino), inodes_.at(ino).Encode());
-  if (super_.next_ino != orig_super_.next_ino) {
-    batch_.Put(SuperKey("next_ino"), EncodeBe64(super_.next_ino));
+  // Ids past the reserved ranges: reserve the next range in this batch, which must then be
+  // durable before the reply (DeferredSync::Require).
+  bool reserved = false;
+  if (super_.next_ino > super_.ino_limit) {
+    super_.ino_limit = super_.next_ino + kIdReserve;
+    batch_.Put(SuperKey("next_ino"), EncodeBe64(super_.ino_limit));
+    reserved = true;
   }
   if (super_.inodes != orig_super_.inodes) {
     batch_.Put(SuperKey("inodes"), EncodeBe64(super_.inodes));
@@ -117,14 +122,28 @@ Status Txn::Commit(bool sync) {
     batch_.Put(SuperKey("config_gen"), EncodeBe64(super_.config_gen));
   }
   for (uint32_t idx : dirty_osts_) {
-    const OstState& st = osts_->at(idx);
+    OstState& st = osts_->at(idx);
+    auto before = ns_->osts_locked().find(idx);
+    const bool info_changed = before == ns_->osts_locked().end() ||
+                              before->second.info.SerializeAsString() !=
+                                  st.info.SerializeAsString();
+    if (st.next_object_id > st.object_id_limit) {
+      st.object_id_limit = st.next_object_id + kIdReserve;
+      reserved = true;
+    } else if (!info_changed) {
+      continue;  // ids handed out within the reserved range: nothing to store
+    }
     rec::Ost r;
     st.info.SerializeToString(r.mutable_info());
-    r.set_next_object_id(st.next_object_id);
+    r.set_next_object_id(st.object_id_limit);
     batch_.Put(OstKey(idx), r.SerializeAsString());
   }
   if (batch_.Count() == 0) return Status::Ok();
   AppendReplyRecord(&batch_);
+  if (reserved) {
+    sync = true;
+    if (DeferredSync* d = DeferredSync::Active(ns_)) d->Require();
+  }
   STRIA_RETURN_IF_ERROR(ns_->Write(&batch_, sync));
   ns_->super_locked() = super_;
   if (osts_) ns_->osts_locked() = std::move(*osts_);

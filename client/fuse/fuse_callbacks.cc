@@ -225,8 +225,7 @@ void Releasedir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void Fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, fuse_file_info* fi) {
-  // Every namespace change is durable on the MDS before it is acknowledged.
-  fuse_reply_err(req, 0);
+  ReplyErr(req, Fs(req)->DoFsyncdir(req, ino));
 }
 
 void Statfs(fuse_req_t req, fuse_ino_t ino) {

@@ -108,4 +108,12 @@ Status StriaFs::DoReaddir(fuse_req_t req, DirHandle* dh, size_t size, off_t offs
   return Status::Ok();
 }
 
+Status StriaFs::DoFsyncdir(fuse_req_t req, uint64_t ino) {
+  proto::SyncRequest sr;
+  *sr.mutable_cred() = CredentialsOf(req, groups_);
+  sr.set_ino(ino);
+  proto::SyncReply rep;
+  return client_->MdsCall(proto::OP_MDS_SYNC, sr, &rep);
+}
+
 }  // namespace stria::client::fuse

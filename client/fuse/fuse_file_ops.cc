@@ -154,7 +154,9 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   const bool dirty = fh->dirty.exchange(false);
   const int64_t read_ns = fh->atime_ns.load();
   const bool atime_due = read_ns > 0 && fh->relatime_due && !fh->atime_sent.exchange(true);
-  if (!close && !dirty && !atime_due) return Status::Ok();
+  // fsync sends even with nothing to report: the MDS then syncs its WAL (the create of this
+  // file may be answered and not yet durable).
+  if (!close && !dirty && !atime_due && !sync) return Status::Ok();
   if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
   proto::CloseRequest cr;
   *cr.mutable_cred() = req != nullptr ? CredentialsOf(req, groups_) : fh->cred;

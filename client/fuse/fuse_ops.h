@@ -114,6 +114,8 @@ class StriaFs {
   // Fills out (at most `size` bytes) with entries from index `offset` on.
   Status DoReaddir(fuse_req_t req, DirHandle* dh, size_t size, off_t offset, bool plus,
                    std::string* out);
+  // fsync(2) of a directory: the MDS makes every change it answered durable (OP_MDS_SYNC).
+  Status DoFsyncdir(fuse_req_t req, uint64_t ino);
 
   // Fills a fuse_entry_param for an MDS entry and takes one lookup reference (Ref).
   void FillEntry(const proto::Attr& attr, const proto::Layout* layout, fuse_entry_param* e);

@@ -31,6 +31,7 @@ Status Removexattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrRe
 Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep);
 Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* rep);
 Status Reopen(Namespace& ns, const proto::ReopenRequest& req, proto::ReopenReply* rep);
+Status Sync(Namespace& ns, const proto::SyncRequest& req, proto::SyncReply* rep);
 Status SetDefaultLayout(Namespace& ns, const proto::SetDefaultLayoutRequest& req,
                         proto::SetDefaultLayoutReply* rep);
 Status GetDefaultLayout(Namespace& ns, const proto::GetDefaultLayoutRequest& req,
