@@ -4,7 +4,9 @@
 #include <rocksdb/write_batch.h>
 
 #include <chrono>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <utility>
@@ -55,6 +57,12 @@ void DestroyQueue::Loop() {
     cv_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stop_ || kicked_; });
     if (stop_) return;
     kicked = kicked_;
+    if (kicked) {
+      // Let a burst of unlinks gather, so that one pass (one WAL sync, one RPC per OST)
+      // frees many files.
+      cv_.wait_for(lock, std::chrono::milliseconds(kGatherMs), [this] { return stop_; });
+      if (stop_) return;
+    }
     kicked_ = false;
   }
 }
@@ -100,21 +108,36 @@ Result<size_t> DestroyQueue::RunPass(bool from_cursor) {
   std::map<uint32_t, proto::OstInfo> table;
   for (proto::OstInfo& o : ns_->OstTable()) table[o.index()] = std::move(o);
 
-  size_t done = 0;
-  rocksdb::WriteBatch b;  // one unsynced batch for the whole pass (see Namespace::Write)
+  // The objects of every record, by OST, sent in RPCs of at most kObjectsPerRpc; an OST
+  // that fails keeps all of its objects for the next pass.
+  std::map<uint32_t, std::vector<proto::ObjectId>> by_ost;
   for (auto& [key, req] : records) {
-    std::map<uint32_t, proto::OstDestroyRequest> by_ost;
-    for (const proto::ObjectId& o : req.objects()) *by_ost[o.ost_idx()].add_objects() = o;
-    proto::OstDestroyRequest left;
-    for (auto& [idx, part] : by_ost) {
-      auto t = table.find(idx);
+    for (const proto::ObjectId& o : req.objects()) by_ost[o.ost_idx()].push_back(o);
+  }
+  std::set<uint32_t> failed;
+  for (auto& [idx, objects] : by_ost) {
+    auto t = table.find(idx);
+    for (size_t i = 0; i < objects.size() && !failed.count(idx); i += kObjectsPerRpc) {
+      proto::OstDestroyRequest part;
+      for (size_t j = i; j < std::min(objects.size(), i + kObjectsPerRpc); ++j) {
+        *part.add_objects() = objects[j];
+      }
       Status st = t == table.end()
                       ? Status(Code::kNoOst, "OST index " + std::to_string(idx) + " unknown")
                       : gateway_->Destroy(t->second, part);
       if (!st.ok()) {
         LOG_DEBUG("destroy on OST {} failed, will retry: {}", idx, st.ToString());
-        for (const proto::ObjectId& o : part.objects()) *left.add_objects() = o;
+        failed.insert(idx);
       }
+    }
+  }
+
+  size_t done = 0;
+  rocksdb::WriteBatch b;  // one unsynced batch for the whole pass (see Namespace::Write)
+  for (auto& [key, req] : records) {
+    proto::OstDestroyRequest left;
+    for (const proto::ObjectId& o : req.objects()) {
+      if (failed.count(o.ost_idx())) *left.add_objects() = o;
     }
     if (left.objects_size() == 0) {
       b.Delete(key);

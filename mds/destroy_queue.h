@@ -2,8 +2,12 @@
 //
 // Unlink and rename put the objects of a removed regular file under a Q<seq> key in the
 // same WriteBatch as the namespace change (mds/txn.cc). This queue's thread scans the Q
-// records, sends OP_OST_DESTROY to each OST through the OstGateway, and deletes a record
-// once all its objects are gone (rewriting it with the rest when only some OSTs answered).
+// records, makes them durable (one WAL sync per pass: an unlink may be answered before its
+// sync, and its objects must not go before it is on disk), sends OP_OST_DESTROY to each OST
+// through the OstGateway with the objects of all records of the pass (at most
+// kObjectsPerRpc per RPC), and deletes a record once all its objects are gone (rewriting it
+// with the rest when only some OSTs answered). After a kick it waits kGatherMs so a burst
+// of unlinks is freed by one pass.
 // Failures are retried on the next pass (every interval, or sooner after Kick()). Because
 // the queue lives in RocksDB, a crash at any point leaves the record to be replayed: OSTs
 // treat destroying a missing object as success, so replays are harmless.
@@ -25,6 +29,9 @@ namespace stria::mds {
 
 class DestroyQueue {
  public:
+  static constexpr size_t kObjectsPerRpc = 1024;
+  static constexpr int kGatherMs = 20;
+
   DestroyQueue(Namespace* ns, OstGateway* gateway, int interval_ms = 2000);
   ~DestroyQueue();  // Stop()s
   DestroyQueue(const DestroyQueue&) = delete;

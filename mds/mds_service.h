@@ -28,12 +28,14 @@ struct MdsServiceOptions {
   bool root_squash = false;
   uint32_t squash_uid = 65534;
   uint32_t squash_gid = 65534;
-  // Namespace changes are answered once they are in the WAL (a crash of the MDS process
-  // keeps them) and made durable on disk by the committer within this many milliseconds;
-  // fsync/O_SYNC (OP_MDS_CLOSE with sync), fsync of a directory (OP_MDS_SYNC) and changes
-  // that reserve id ranges wait for the sync. 0: every change is synced before its reply.
-  // MGS changes (OST registration, parameters) are always synced before the reply.
-  int commit_interval_ms = 5;
+  // 0 (the default): every namespace change is durable (WAL synced, shared by concurrent
+  // changes) before its reply. N > 0: namespace changes are answered once they are in the
+  // WAL (a crash of the MDS process keeps them) and made durable by the committer within N
+  // milliseconds, as a local file system's journal commit; fsync/O_SYNC (OP_MDS_CLOSE with
+  // sync), fsync of a directory (OP_MDS_SYNC) and changes that reserve id ranges still wait
+  // for the sync. A power loss of the MDS then loses at most the last N ms of changes
+  // nobody fsync'ed (clients do not replay them). MGS changes are always synced.
+  int commit_interval_ms = 0;
 };
 
 class MdsService {

@@ -159,9 +159,9 @@ class Namespace {
   // Writes one batch durably (sync = true). Any failure is kDbError. Inside a DeferredSync
   // scope on this thread, a sync write is made without the WAL sync and the scope makes it
   // durable later (group commit).
-  // sync=false only for changes that are safe to lose in a crash (the destroy queue's
-  // bookkeeping: destroying an object twice is harmless); the next synced write persists
-  // them anyway.
+  // sync=false only for changes that may wait for durability (the destroy queue's
+  // bookkeeping: destroying an object twice is harmless; a size reported at close): the
+  // committer, or the next synced write, persists them.
   Status Write(rocksdb::WriteBatch* batch, bool sync = true);
 
   // Makes every write up to WAL sequence `seq` durable: one thread syncs the WAL for all
