@@ -119,6 +119,12 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   if (fh->sync_writes) {
     STRIA_RETURN_IF_ERROR(client_->Write(fh->layout, offset, data, /*sync=*/true));
     fh->inode->NoteAcked(offset + data.size());
+  } else if (offset == 0 && fh->inode->write_behind.Idle()) {
+    // A file's first bytes (all of a small file's) go out from this thread: the application
+    // waits for them at close anyway, and handing them to a pool thread costs two wakeups.
+    // Its error, if any, comes back from this write(2).
+    STRIA_RETURN_IF_ERROR(client_->Write(fh->layout, offset, data, /*sync=*/false));
+    fh->inode->NoteAcked(offset + data.size());
   } else {
     // The data is copied and written in the background; flush, fsync, close, reads and
     // truncates wait for it (Drain) and report its errors.

@@ -36,6 +36,11 @@ Status WriteBehind::Submit(internal::ThreadPool* pool, uint64_t offset,
   return Status::Ok();
 }
 
+bool WriteBehind::Idle() {
+  std::lock_guard lock(mu_);
+  return bytes_ == 0 && error_.ok();
+}
+
 Status WriteBehind::Drain() {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [&] { return bytes_ == 0; });

@@ -37,6 +37,10 @@ class WriteBehind {
   // Waits until no write is in flight; returns (and clears) a pending error.
   Status Drain();
 
+  // True when no write is in flight and no error waits to be reported: a write made now
+  // on the caller's thread cannot overtake or be overtaken by a background one.
+  bool Idle();
+
  private:
   struct Range {
     uint64_t start, end;

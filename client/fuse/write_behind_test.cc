@@ -75,6 +75,26 @@ TEST(WriteBehindTest, BackgroundErrorIsReportedOnceAtTheNextCall) {
   EXPECT_FALSE(ran.load());
 }
 
+TEST(WriteBehindTest, IdleOnlyWithNothingInFlightAndNoErrorPending) {
+  internal::ThreadPool pool(2);
+  WriteBehind wb;
+  EXPECT_TRUE(wb.Idle());
+  std::atomic<bool> release{false};
+  std::vector<uint8_t> d(10, 1);
+  ASSERT_TRUE(wb.Submit(&pool, 0, d, [&](uint64_t, std::span<const uint8_t>) {
+                  while (!release.load()) std::this_thread::sleep_for(1ms);
+                  return Status(Code::kIO, "disk");
+                }).ok());
+  EXPECT_FALSE(wb.Idle()) << "a write is in flight";
+  release = true;
+  while (!wb.Idle()) {
+    // Done but failed: not idle until the error is reported.
+    std::this_thread::sleep_for(5ms);
+    if (wb.Drain().code() == Code::kIO) break;
+  }
+  EXPECT_TRUE(wb.Idle());
+}
+
 TEST(WriteBehindTest, InFlightBytesAreBounded) {
   internal::ThreadPool pool(8);
   WriteBehind wb;
