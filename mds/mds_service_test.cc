@@ -122,6 +122,46 @@ TEST_F(MdsServiceTest, NamespaceOverRpc) {
   EXPECT_EQ(f_.gateway().destroyed().size(), 1u);
 }
 
+// open(O_CREAT) in one round trip: the create's reply carries an open handle that close
+// releases, and asking it of a directory is refused. OP_MDS_SYNC (fsync of a directory)
+// syncs the WAL; a close without sync does not wait for one.
+TEST_F(MdsServiceTest, CreateWithOpenAndSync) {
+  f_.AddOsts(1);
+  proto::CreateRequest c;
+  c.set_parent(kRootIno);
+  c.set_name("opened");
+  c.set_mode(S_IFREG | 0644);
+  c.set_open(true);
+  proto::EntryReply e;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_CREATE, c, &e).ok());
+  ASSERT_NE(e.handle(), 0u);
+  {
+    std::lock_guard lock(f_.ns().open_mutex());
+    EXPECT_TRUE(f_.ns().HandleOpenLocked(e.handle(), e.attr().ino()));
+  }
+  c.set_name("dir");
+  c.set_mode(S_IFDIR | 0755);
+  EXPECT_EQ(client_->Call(proto::OP_MDS_CREATE, c, &e).code(), Code::kInval);
+
+  proto::CloseRequest cl;
+  proto::LookupRequest l;
+  l.set_parent(kRootIno);
+  l.set_name("opened");
+  proto::EntryReply le;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_LOOKUP, l, &le).ok());
+  cl.set_ino(le.attr().ino());
+  cl.set_wrote(true);
+  cl.set_size(4096);
+  const uint64_t syncs = f_.ns().wal_syncs();
+  proto::AttrReply ar;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_CLOSE, cl, &ar).ok());
+  EXPECT_EQ(ar.attr().size(), 4096u);
+  EXPECT_EQ(f_.ns().wal_syncs(), syncs) << "a size reported at close waited for a WAL sync";
+  proto::SyncReply sr;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_SYNC, proto::SyncRequest(), &sr).ok());
+  EXPECT_EQ(f_.ns().wal_syncs(), syncs + 1) << "OP_MDS_SYNC did not sync the unsynced close";
+}
+
 TEST_F(MdsServiceTest, GarbageBodyIsProtocolErrorAndServerKeepsServing) {
   std::string reply;
   Status st = client_->CallRaw(proto::OP_MDS_CREATE, std::string("\xff\xff\xff\xff", 4), &reply);

@@ -121,22 +121,19 @@ Status Txn::Commit(bool sync) {
   if (super_.config_gen != orig_super_.config_gen) {
     batch_.Put(SuperKey("config_gen"), EncodeBe64(super_.config_gen));
   }
-  for (uint32_t idx : dirty_osts_) {
-    OstState& st = osts_->at(idx);
-    auto before = ns_->osts_locked().find(idx);
-    const bool info_changed = before == ns_->osts_locked().end() ||
-                              before->second.info.SerializeAsString() !=
-                                  st.info.SerializeAsString();
-    if (st.next_object_id > st.object_id_limit) {
-      st.object_id_limit = st.next_object_id + kIdReserve;
-      reserved = true;
-    } else if (!info_changed) {
-      continue;  // ids handed out within the reserved range: nothing to store
+  if (osts_) {
+    for (auto& [idx, st] : *osts_) {
+      const bool exhausted = st.next_object_id > st.object_id_limit;
+      if (exhausted) {
+        st.object_id_limit = st.next_object_id + kIdReserve;
+        reserved = true;
+      }
+      if (!exhausted && !dirty_osts_.count(idx)) continue;  // ids within the reserved range
+      rec::Ost r;
+      st.info.SerializeToString(r.mutable_info());
+      r.set_next_object_id(st.object_id_limit);
+      batch_.Put(OstKey(idx), r.SerializeAsString());
     }
-    rec::Ost r;
-    st.info.SerializeToString(r.mutable_info());
-    r.set_next_object_id(st.object_id_limit);
-    batch_.Put(OstKey(idx), r.SerializeAsString());
   }
   if (batch_.Count() == 0) return Status::Ok();
   AppendReplyRecord(&batch_);

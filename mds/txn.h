@@ -56,6 +56,8 @@ class Txn {
   // This operation's copy of the superblock counters and the OST table.
   SuperState& super() { return super_; }
   std::map<uint32_t, OstState>& osts();
+  // Marks OST `idx`'s info (not its id counter) changed: it is stored at Commit. Ids handed
+  // out (next_object_id++) need no mark: Commit reserves a new range when one runs out.
   void OstDirty(uint32_t idx) { dirty_osts_.insert(idx); }
   uint64_t& rr_cursor() { return rr_cursor_; }
 

@@ -135,7 +135,6 @@ Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Lay
     o->set_ost_idx(idx);
     o->set_object_id(st.next_object_id++);
     o->set_group(0);
-    txn.OstDirty(idx);
   }
   return l;
 }
