@@ -142,6 +142,9 @@ class ClientImpl final : public Client, private OstTransport {
   Status TruncateObjects(const proto::Layout& layout, uint64_t size) override {
     return io_.TruncateObjects(layout, size);
   }
+  Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end) override {
+    return io_.PunchObjects(layout, offset, end);
+  }
   Status SyncObjects(const proto::Layout& layout) override { return io_.SyncObjects(layout); }
   Result<uint64_t> GlimpseSize(const proto::Layout& layout) override {
     return io_.GlimpseSize(layout);

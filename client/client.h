@@ -4,7 +4,7 @@
 // A Client knows the MGS/MDS NIDs, fetches the filesystem configuration (the OST table) from
 // the MGS, and keeps one RpcClient per service: the MDS, and each OST's OSS. Namespace
 // operations are MDS RPCs (MdsCall); data operations stripe over the OST objects of a
-// layout (RAID-0, common/layout.h), sending the pieces of one call to all their OSTs in
+// layout (RAID-0 or composite, client/striped_io.h), sending the pieces of one call to all their OSTs in
 // parallel on an internal I/O thread pool. The MDS is never on the data path.
 //
 // Thread-safety: every method is thread-safe.
@@ -77,6 +77,9 @@ class Client {
 
   // Sets every object's size to match a file of `size` bytes (truncate on the OSTs).
   virtual Status TruncateObjects(const proto::Layout& layout, uint64_t size) = 0;
+
+  // Frees file range [offset, end) in every object (the range then reads as zeros).
+  virtual Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end) = 0;
 
   // Makes every object's data durable (fsync on each OST).
   virtual Status SyncObjects(const proto::Layout& layout) = 0;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "proto/layout_components.h"
+
 namespace stria::client {
 namespace {
 
@@ -59,6 +61,78 @@ TEST(LovXattrTest, BadValuesAreEinval) {
   EXPECT_EQ(UnpackLov(v).status().code(), Code::kInval) << "magic";
   v = PackLov(FileLayout(), false);
   v[24] = 1;  // stripe size 0x100001: not a multiple of 64 KiB
+  EXPECT_EQ(UnpackLov(v).status().code(), Code::kInval);
+}
+
+proto::Layout CompositeLayout() {
+  proto::Layout l;
+  l.set_generation(4);
+  proto::LayoutComponent* a = l.add_components();
+  a->set_id(1);
+  a->set_start(0);
+  a->set_end(4 << 20);
+  a->set_flags(kLcmeFlInit);
+  *a->mutable_layout() = FileLayout();
+  proto::LayoutComponent* b = l.add_components();
+  b->set_id(2);
+  b->set_start(4 << 20);
+  b->set_end(kLayoutEof);
+  b->mutable_layout()->set_pattern(proto::PATTERN_RAID0);
+  b->mutable_layout()->set_stripe_size(1 << 20);
+  b->mutable_layout()->set_stripe_count(-1);
+  b->mutable_layout()->set_stripe_offset(-1);
+  return l;
+}
+
+uint64_t U64(const std::string& s, size_t off) {
+  return U32(s, off) | (static_cast<uint64_t>(U32(s, off + 4)) << 32);
+}
+
+TEST(LovXattrTest, CompositePacksAsLovCompMdV1AndRoundTrips) {
+  const std::string v = PackLov(CompositeLayout(), /*with_objects=*/true);
+  // Header, two entries, a v1 blob with 2 objects and one with none.
+  ASSERT_EQ(v.size(), 32u + 2 * 48u + (32u + 2 * 24u) + 32u);
+  EXPECT_EQ(U32(v, 0), kLovMagicCompV1);
+  EXPECT_EQ(U32(v, 4), v.size()) << "lcm_size";
+  EXPECT_EQ(U32(v, 8), 4u) << "lcm_layout_gen";
+  EXPECT_EQ(U32(v, 12) >> 16, 2u) << "lcm_entry_count";
+  EXPECT_EQ(U32(v, 32), 1u) << "lcme_id";
+  EXPECT_EQ(U32(v, 36), kLcmeFlInit) << "lcme_flags";
+  EXPECT_EQ(U64(v, 48), 4u << 20) << "e_end";
+  EXPECT_EQ(U32(v, 56), 32u + 2 * 48u) << "lcme_offset";
+  EXPECT_EQ(U32(v, 60), 32u + 2 * 24u) << "lcme_size";
+  EXPECT_EQ(U32(v, U32(v, 56)), kLovMagicV1) << "first blob";
+  EXPECT_EQ(U64(v, 48 + 48), kLayoutEof) << "second e_end";
+  EXPECT_EQ(U32(v, 80 + 4), 0u) << "second is not instantiated";
+
+  auto back = UnpackLov(v);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->components_size(), 2);
+  EXPECT_EQ(back->components(0).end(), 4u << 20);
+  EXPECT_EQ(back->components(0).layout().stripe_count(), 2);
+  EXPECT_EQ(back->components(1).start(), 4u << 20);
+  EXPECT_EQ(back->components(1).end(), kLayoutEof);
+  EXPECT_EQ(back->components(1).layout().stripe_count(), -1);
+  EXPECT_EQ(back->components(0).flags(), 0u) << "a restored template carries no flags";
+}
+
+TEST(LovXattrTest, DamagedCompositeValuesAreEinval) {
+  const std::string good = PackLov(CompositeLayout(), /*with_objects=*/false);
+  ASSERT_TRUE(UnpackLov(good).ok());
+  std::string v = good.substr(0, 32 + 48);  // the table is cut short
+  EXPECT_EQ(UnpackLov(v).status().code(), Code::kInval);
+  v = good;
+  v[56] = static_cast<char>(0xff);  // blob offset past the end
+  v[57] = static_cast<char>(0xff);
+  EXPECT_EQ(UnpackLov(v).status().code(), Code::kInval);
+  v = good;
+  v[40] = 1;  // the first component no longer starts at 0
+  EXPECT_EQ(UnpackLov(v).status().code(), Code::kInval);
+  v = good;
+  v[16] = 1;  // a mirror count
+  EXPECT_EQ(UnpackLov(v).status().code(), Code::kInval);
+  v = good;
+  v[14] = 0;  // no entries
   EXPECT_EQ(UnpackLov(v).status().code(), Code::kInval);
 }
 

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "client/internal/thread_pool.h"
+#include "proto/layout_components.h"
 
 namespace stria::client {
 
@@ -99,18 +100,57 @@ Status StripedIo::Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* r
   return Status::Ok();
 }
 
+Result<std::vector<StripedIo::PlannedIo>> StripedIo::Plan(const proto::Layout& layout,
+                                                          uint64_t offset, uint64_t length,
+                                                          IoKind kind,
+                                                          std::vector<ObjectIo::Segment>* holes) {
+  std::vector<PlannedIo> out;
+  const uint64_t end = offset + length;
+  const uint64_t layout_end = LayoutEnd(layout);
+  if (kind == IoKind::kWrite && end > layout_end) {
+    return Status(Code::kFBig, "write past the end of the file's layout (" +
+                                   std::to_string(layout_end) + ")");
+  }
+  for (const LayoutExtent& e : LayoutExtents(layout)) {
+    const uint64_t from = std::max(offset, e.start);
+    const uint64_t to = std::min(end, e.end);
+    if (from >= to) continue;
+    if (!e.init) {
+      if (kind == IoKind::kWrite) {
+        return Status(Code::kInval, "layout component [" + std::to_string(e.start) + ", " +
+                                        std::to_string(e.end) +
+                                        ") has no objects yet (OP_MDS_LAYOUT_INTENT first)");
+      }
+      holes->push_back({from - offset, to - from});
+      continue;
+    }
+    STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(*e.plain));
+    for (ObjectIo& io : PlanStripedIo(g, from, to - from, kind, max_rpc_bytes_)) {
+      for (ObjectIo::Segment& seg : io.segments) seg.buf_offset += from - offset;
+      out.push_back({e.plain, std::move(io)});
+    }
+  }
+  // A read past the last component (a file truncated up beyond it) reads a hole.
+  if (end > layout_end && holes != nullptr) {
+    const uint64_t from = std::max(offset, layout_end);
+    holes->push_back({from - offset, end - from});
+  }
+  return out;
+}
+
 Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
                                uint64_t offset, std::span<uint8_t> buf) {
   if (buf.empty() || offset >= file_size) return size_t{0};
-  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
   const uint64_t len = std::min<uint64_t>(buf.size(), file_size - offset);
-  const std::vector<ObjectIo> plan = PlanStripedIo(g, offset, len, IoKind::kRead,
-                                                   max_rpc_bytes_);
+  std::vector<ObjectIo::Segment> holes;
+  STRIA_ASSIGN_OR_RETURN(std::vector<PlannedIo> plan,
+                         Plan(layout, offset, len, IoKind::kRead, &holes));
+  for (const ObjectIo::Segment& h : holes) std::memset(buf.data() + h.buf_offset, 0, h.length);
   STRIA_RETURN_IF_ERROR(internal::ParallelFor(pool_, plan.size(), [&](size_t i) -> Status {
-    const ObjectIo& io = plan[i];
+    const ObjectIo& io = plan[i].io;
     uint8_t* dst = buf.data() + io.segments.front().buf_offset;
     proto::OstIoRequest req;
-    *req.mutable_object() = ObjectOf(layout, io.stripe);
+    *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
     req.set_offset(io.obj_offset);
     req.set_length(io.length);
     size_t got = 0;
@@ -141,18 +181,17 @@ Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
   if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
     return Status(Code::kFBig, "write past the maximum file size");
   }
-  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
-  const std::vector<ObjectIo> plan = PlanStripedIo(g, offset, data.size(), IoKind::kWrite,
-                                                   max_rpc_bytes_);
+  STRIA_ASSIGN_OR_RETURN(std::vector<PlannedIo> plan,
+                         Plan(layout, offset, data.size(), IoKind::kWrite, nullptr));
   return internal::ParallelFor(pool_, plan.size(), [&](size_t i) -> Status {
-    const ObjectIo& io = plan[i];
+    const ObjectIo& io = plan[i].io;
     std::vector<iovec> iov(io.segments.size());
     for (size_t s = 0; s < io.segments.size(); ++s) {
       iov[s].iov_base = const_cast<uint8_t*>(data.data() + io.segments[s].buf_offset);
       iov[s].iov_len = io.segments[s].length;
     }
     proto::OstIoRequest req;
-    *req.mutable_object() = ObjectOf(layout, io.stripe);
+    *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
     req.set_offset(io.obj_offset);
     req.set_length(io.length);
     req.set_sync(sync);
@@ -169,27 +208,63 @@ Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
   });
 }
 
+Result<std::vector<StripedIo::StripeRef>> StripedIo::Stripes(const proto::Layout& layout) {
+  std::vector<StripeRef> out;
+  for (const LayoutExtent& e : LayoutExtents(layout)) {
+    if (!e.init) continue;
+    STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(*e.plain));
+    for (uint32_t s = 0; s < g.stripe_count; ++s) out.push_back({e, g, s});
+  }
+  return out;
+}
+
 Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size) {
   if (size > kMaxFileSize) return Status(Code::kFBig, "size past the maximum file size");
-  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
-  return internal::ParallelFor(pool_, g.stripe_count, [&](size_t i) -> Status {
-    const auto stripe = static_cast<uint32_t>(i);
+  STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
+  return internal::ParallelFor(pool_, stripes.size(), [&](size_t i) -> Status {
+    const StripeRef& r = stripes[i];
     proto::OstTruncateRequest req;
-    *req.mutable_object() = ObjectOf(layout, stripe);
-    req.set_size(ObjectSizeForFileSize(g, stripe, size));
+    *req.mutable_object() = ObjectOf(*r.extent.plain, r.stripe);
+    // A component keeps no byte at or past the new size: none at all when the size is at or
+    // before its start (its objects' low offsets belong to earlier components' bytes).
+    req.set_size(size <= r.extent.start
+                     ? 0
+                     : ObjectSizeForFileSize(r.geometry, r.stripe, std::min(size, r.extent.end)));
     proto::OstIoReply rep;
     return Call(req.object().ost_idx(), proto::OP_OST_TRUNCATE, req, &rep);
   });
 }
 
+Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end) {
+  STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
+  return internal::ParallelFor(pool_, stripes.size(), [&](size_t i) -> Status {
+    // The bytes of object s inside file range [from, to) are its object offsets
+    // [ObjectSize(from), ObjectSize(to)).
+    const StripeRef& r = stripes[i];
+    const uint64_t from = std::max(offset, r.extent.start);
+    const uint64_t to = std::min(end, r.extent.end);
+    if (from >= to) return Status::Ok();
+    const uint64_t obj_from = ObjectSizeForFileSize(r.geometry, r.stripe, from);
+    const uint64_t obj_to = ObjectSizeForFileSize(r.geometry, r.stripe, to);
+    if (obj_to <= obj_from) return Status::Ok();
+    proto::OstPunchRequest req;
+    *req.mutable_object() = ObjectOf(*r.extent.plain, r.stripe);
+    req.set_offset(obj_from);
+    req.set_length(obj_to - obj_from);
+    proto::OstIoReply rep;
+    return Call(req.object().ost_idx(), proto::OP_OST_PUNCH, req, &rep);
+  });
+}
+
 Status StripedIo::SyncObjects(const proto::Layout& layout) {
-  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
   std::map<uint32_t, proto::OstSyncRequest> per_ost;
-  for (uint32_t s = 0; s < g.stripe_count; ++s) {
-    proto::ObjectId id = ObjectOf(layout, s);
-    proto::OstSyncRequest& req = per_ost[id.ost_idx()];
-    req.set_ost_idx(id.ost_idx());
-    *req.add_objects() = std::move(id);
+  for (const proto::StripeObject* o : AllObjects(layout)) {
+    proto::OstSyncRequest& req = per_ost[o->ost_idx()];
+    req.set_ost_idx(o->ost_idx());
+    proto::ObjectId* id = req.add_objects();
+    id->set_ost_idx(o->ost_idx());
+    id->set_object_id(o->object_id());
+    id->set_group(o->group());
   }
   std::vector<const proto::OstSyncRequest*> reqs;
   for (auto& [idx, req] : per_ost) reqs.push_back(&req);
@@ -200,20 +275,23 @@ Status StripedIo::SyncObjects(const proto::Layout& layout) {
 }
 
 Result<uint64_t> StripedIo::GlimpseSize(const proto::Layout& layout) {
-  STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(layout));
-  std::vector<uint64_t> sizes(g.stripe_count, 0);
-  STRIA_RETURN_IF_ERROR(internal::ParallelFor(pool_, g.stripe_count, [&](size_t i) -> Status {
-    const auto stripe = static_cast<uint32_t>(i);
+  STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
+  std::vector<uint64_t> sizes(stripes.size(), 0);
+  STRIA_RETURN_IF_ERROR(internal::ParallelFor(pool_, stripes.size(), [&](size_t i) -> Status {
+    const StripeRef& r = stripes[i];
     proto::OstGetattrRequest req;
-    *req.mutable_object() = ObjectOf(layout, stripe);
+    *req.mutable_object() = ObjectOf(*r.extent.plain, r.stripe);
     proto::OstGetattrReply rep;
     Status st = Call(req.object().ost_idx(), proto::OP_OST_GETATTR, req, &rep);
     if (st.code() == Code::kNoEnt) return Status::Ok();
     STRIA_RETURN_IF_ERROR(st);
-    if (rep.exists()) sizes[i] = FileSizeFromObject(g, stripe, rep.size());
+    if (!rep.exists()) return Status::Ok();
+    const uint64_t end = FileSizeFromObject(r.geometry, r.stripe, rep.size());
+    // An object holds bytes of its component's extent only.
+    if (end > r.extent.start) sizes[i] = std::min(end, r.extent.end);
     return Status::Ok();
   }));
-  return *std::max_element(sizes.begin(), sizes.end());
+  return sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
 }
 
 }  // namespace stria::client

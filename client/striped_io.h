@@ -1,4 +1,7 @@
-// StripedIo: file data over a RAID-0 layout (common/layout.h), as OST RPCs.
+// StripedIo: file data over a layout, as OST RPCs: a plain RAID-0 layout (common/layout.h)
+// or a composite one (proto/layout_components.h), whose components each stripe their own
+// extent of the file. A read of an uninstantiated component reads a hole; a write to one is
+// refused (the caller instantiates it first with OP_MDS_LAYOUT_INTENT).
 //
 // One call (a read, a write, a truncate, ...) becomes at most one RPC per object per
 // contiguous object range: the pieces MapExtent yields are merged per object where their
@@ -22,6 +25,7 @@
 #include "common/layout.h"
 #include "common/status.h"
 #include "lnet/rpc_client.h"
+#include "proto/layout_components.h"
 #include "proto/stria.pb.h"
 
 namespace stria::client {
@@ -75,10 +79,31 @@ class StripedIo {
   Status Write(const proto::Layout& layout, uint64_t offset, std::span<const uint8_t> data,
                bool sync);
   Status TruncateObjects(const proto::Layout& layout, uint64_t size);
+  // Frees file range [offset, end) in every object (fallocate PUNCH_HOLE).
+  Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end);
   Status SyncObjects(const proto::Layout& layout);
   Result<uint64_t> GlimpseSize(const proto::Layout& layout);
 
  private:
+  // One RPC of a call, with the plain layout whose object it addresses.
+  struct PlannedIo {
+    const proto::Layout* plain;
+    ObjectIo io;
+  };
+  // One stripe object of an instantiated extent.
+  struct StripeRef {
+    LayoutExtent extent;
+    StripeGeometry geometry;
+    uint32_t stripe;
+  };
+  // The RPCs for file range [offset, offset+length) over every extent it reaches; for a read,
+  // the buffer ranges that are holes (uninstantiated, or past the layout) go to *holes. A
+  // write into an uninstantiated component is EINVAL, past the layout's end EFBIG.
+  Result<std::vector<PlannedIo>> Plan(const proto::Layout& layout, uint64_t offset,
+                                      uint64_t length, IoKind kind,
+                                      std::vector<ObjectIo::Segment>* holes);
+  Result<std::vector<StripeRef>> Stripes(const proto::Layout& layout);
+
   template <typename Req, typename Rep>
   Status Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* rep,
               const lnet::CallBulk& bulk = {});

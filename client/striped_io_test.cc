@@ -9,6 +9,7 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "client/internal/thread_pool.h"
 
@@ -208,6 +209,16 @@ class MemoryOsts : public OstTransport {
         rep.SerializeToString(reply);
         return Status::Ok();
       }
+      case proto::OP_OST_PUNCH: {
+        proto::OstPunchRequest req;
+        req.ParseFromArray(request.data(), static_cast<int>(request.size()));
+        auto& obj = objects_[Key(req.object())];
+        for (uint64_t i = req.offset(); i < req.offset() + req.length() && i < obj.size(); ++i) {
+          obj[i] = 0;
+        }
+        proto::OstIoReply().SerializeToString(reply);
+        return Status::Ok();
+      }
       case proto::OP_OST_SYNC: {
         proto::OstSyncRequest req;
         req.ParseFromArray(request.data(), static_cast<int>(request.size()));
@@ -339,6 +350,128 @@ TEST(StripedIo, TruncateAndSync) {
   ASSERT_TRUE(io.SyncObjects(layout).ok());
   EXPECT_EQ(osts.rpcs(proto::OP_OST_SYNC), 2);  // one per OST
   EXPECT_EQ(osts.synced_objects_, 3);
+}
+
+// A composite layout: [0, 2S) on 1 stripe, [2S, 8S) on 2, [8S, EOF) on 3 (instantiated only
+// when `last_init`); object ids differ per component.
+proto::Layout Composite(bool last_init) {
+  proto::Layout l;
+  l.set_generation(1);
+  auto add = [&](uint64_t start, uint64_t end, uint32_t count, uint64_t first_id, bool init) {
+    proto::LayoutComponent* c = l.add_components();
+    c->set_id(static_cast<uint32_t>(l.components_size()));
+    c->set_start(start);
+    c->set_end(end);
+    proto::Layout* p = c->mutable_layout();
+    p->set_pattern(proto::PATTERN_RAID0);
+    p->set_stripe_size(kS);
+    p->set_stripe_count(static_cast<int>(count));
+    if (!init) return;
+    c->set_flags(kLcmeFlInit);
+    for (uint32_t i = 0; i < count; ++i) {
+      auto* o = p->add_objects();
+      o->set_ost_idx(i % 2);
+      o->set_object_id(first_id + i);
+    }
+  };
+  add(0, 2 * kS, 1, 2000, true);
+  add(2 * kS, 8 * kS, 2, 3000, true);
+  add(8 * kS, kLayoutEof, 3, 4000, last_init);
+  return l;
+}
+
+TEST(StripedIoComposite, RoundTripAcrossComponentBoundaries) {
+  internal::ThreadPool pool(4);
+  MemoryOsts osts;
+  StripedIo io(&osts, &pool, 64ull << 20);
+  const proto::Layout layout = Composite(/*last_init=*/true);
+  std::vector<uint8_t> file;
+  // Writes that end and start on each boundary, straddle them, and span all three.
+  const std::pair<uint64_t, uint64_t> writes[] = {
+      {2 * kS - 1, 2},  {0, 2 * kS},      {2 * kS, 1},      {8 * kS - 3, 10},
+      {kS + 7, 9 * kS}, {12 * kS + 1, 5}, {8 * kS, 2 * kS}, {0, 3},
+  };
+  uint64_t seed = 0;
+  for (auto [off, len] : writes) {
+    const auto data = Pattern(len, ++seed);
+    ASSERT_TRUE(io.Write(layout, off, data, false).ok()) << off << "+" << len;
+    if (file.size() < off + len) file.resize(off + len);
+    std::copy(data.begin(), data.end(), file.begin() + static_cast<ptrdiff_t>(off));
+  }
+  std::vector<uint8_t> back(file.size(), 0xAB);
+  auto n = io.Read(layout, file.size(), 0, back);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, file.size());
+  EXPECT_TRUE(back == file);
+  // Each component's bytes are in its own objects: 1 + 2 + 3 objects were written.
+  EXPECT_EQ(*io.GlimpseSize(layout), file.size());
+  osts.ResetCounts();
+  ASSERT_TRUE(io.SyncObjects(layout).ok());
+  EXPECT_EQ(osts.synced_objects_, 6);
+}
+
+TEST(StripedIoComposite, UninstantiatedComponentsReadAsHolesAndRefuseWrites) {
+  internal::ThreadPool pool(2);
+  MemoryOsts osts;
+  StripedIo io(&osts, &pool, 64ull << 20);
+  const proto::Layout layout = Composite(/*last_init=*/false);
+  const auto data = Pattern(8 * kS, 7);
+  ASSERT_TRUE(io.Write(layout, 0, data, false).ok());
+  const uint8_t one = 1;
+  EXPECT_EQ(io.Write(layout, 8 * kS, {&one, 1}, false).code(), Code::kInval);
+  // Straddling into it: refused whole, nothing written.
+  osts.ResetCounts();
+  EXPECT_EQ(io.Write(layout, 8 * kS - 1, std::span<const uint8_t>(data.data(), 2), false).code(),
+            Code::kInval);
+  EXPECT_EQ(osts.rpcs(proto::OP_OST_WRITE), 0);
+  // A file that grew (truncate up) reads zeros in the uninstantiated component.
+  std::vector<uint8_t> back(10 * kS, 0xCD);
+  ASSERT_EQ(*io.Read(layout, 10 * kS, 0, back), 10 * kS);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), back.begin()));
+  EXPECT_TRUE(std::all_of(back.begin() + 8 * kS, back.end(), [](uint8_t b) { return b == 0; }));
+  // A layout that ends: writes past it are EFBIG, reads past it are holes.
+  proto::Layout bounded = layout;
+  bounded.mutable_components()->RemoveLast();
+  EXPECT_EQ(io.Write(bounded, 8 * kS, {&one, 1}, false).code(), Code::kFBig);
+  ASSERT_EQ(*io.Read(bounded, 10 * kS, 0, back), 10 * kS);
+  EXPECT_TRUE(std::all_of(back.begin() + 8 * kS, back.end(), [](uint8_t b) { return b == 0; }));
+}
+
+TEST(StripedIoComposite, TruncateIntoAnEarlierComponentEmptiesLaterOnes) {
+  internal::ThreadPool pool(2);
+  MemoryOsts osts;
+  StripedIo io(&osts, &pool, 64ull << 20);
+  const proto::Layout layout = Composite(/*last_init=*/true);
+  auto data = Pattern(12 * kS, 3);
+  ASSERT_TRUE(io.Write(layout, 0, data, false).ok());
+  ASSERT_TRUE(io.TruncateObjects(layout, kS + 3).ok());
+  EXPECT_EQ(*io.GlimpseSize(layout), kS + 3);
+  // Grown again: everything past the cut reads as zeros, in every component.
+  ASSERT_TRUE(io.TruncateObjects(layout, 12 * kS).ok());
+  EXPECT_EQ(*io.GlimpseSize(layout), 12 * kS);
+  std::vector<uint8_t> back(12 * kS, 0xCD);
+  ASSERT_EQ(*io.Read(layout, 12 * kS, 0, back), 12 * kS);
+  EXPECT_TRUE(std::equal(data.begin(), data.begin() + kS + 3, back.begin()));
+  EXPECT_TRUE(std::all_of(back.begin() + kS + 3, back.end(), [](uint8_t b) { return b == 0; }));
+  // Truncated to a boundary: the second component keeps nothing.
+  ASSERT_TRUE(io.Write(layout, 0, data, false).ok());
+  ASSERT_TRUE(io.TruncateObjects(layout, 2 * kS).ok());
+  EXPECT_EQ(*io.GlimpseSize(layout), 2 * kS);
+}
+
+TEST(StripedIoComposite, PunchFreesTheRangeInEveryComponent) {
+  internal::ThreadPool pool(2);
+  MemoryOsts osts;
+  StripedIo io(&osts, &pool, 64ull << 20);
+  const proto::Layout layout = Composite(/*last_init=*/true);
+  auto data = Pattern(12 * kS, 4);
+  ASSERT_TRUE(io.Write(layout, 0, data, false).ok());
+  const uint64_t from = kS + 100, to = 9 * kS + 7;
+  ASSERT_TRUE(io.PunchObjects(layout, from, to).ok());
+  std::fill(data.begin() + from, data.begin() + to, 0);
+  std::vector<uint8_t> back(12 * kS, 0xCD);
+  ASSERT_EQ(*io.Read(layout, 12 * kS, 0, back), 12 * kS);
+  EXPECT_TRUE(back == data);
 }
 
 TEST(ParallelFor, RunsEveryItemAndReportsFirstError) {

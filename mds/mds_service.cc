@@ -154,6 +154,7 @@ void MdsService::Register(lnet::RpcServer* server) {
   Add(server, OP_MDS_SET_DEFAULT_LAYOUT, &SetDefaultLayout);
   Add(server, OP_MDS_GET_DEFAULT_LAYOUT, &GetDefaultLayout);
   Add(server, OP_MDS_SYNC, &Sync);
+  Add(server, OP_MDS_LAYOUT_INTENT, &LayoutIntent);
 }
 
 }  // namespace stria::mds

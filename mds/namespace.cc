@@ -11,6 +11,7 @@
 #include "mds/mds_record.pb.h"
 #include "mds/schema.h"
 #include "mds/txn.h"
+#include "proto/layout_components.h"
 
 namespace stria::mds {
 
@@ -26,7 +27,7 @@ bool InodeRecord::is_lnk() const { return S_ISLNK(attr.mode()); }
 std::string InodeRecord::Encode() const {
   rec::Inode r;
   attr.SerializeToString(r.mutable_attr());
-  if (layout.objects_size() > 0 || layout.stripe_count() != 0) {
+  if (layout.objects_size() > 0 || layout.stripe_count() != 0 || IsComposite(layout)) {
     layout.SerializeToString(r.mutable_layout());
   }
   r.set_has_default_layout(has_default_layout);

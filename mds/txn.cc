@@ -7,6 +7,7 @@
 #include "mds/mds_record.pb.h"
 #include "mds/reply_journal.h"
 #include "mds/schema.h"
+#include "proto/layout_components.h"
 
 namespace stria::mds {
 
@@ -46,13 +47,13 @@ InodeRecord* Txn::NewInode() {
 
 void Txn::RemoveInode(uint64_t ino) {
   auto it = inodes_.find(ino);
-  if (it != inodes_.end() && it->second.is_reg() && it->second.layout.objects_size() > 0) {
+  if (it != inodes_.end() && it->second.is_reg() && HasObjects(it->second.layout)) {
     proto::OstDestroyRequest q;
-    for (const auto& o : it->second.layout.objects()) {
+    for (const proto::StripeObject* o : AllObjects(it->second.layout)) {
       proto::ObjectId* id = q.add_objects();
-      id->set_ost_idx(o.ost_idx());
-      id->set_object_id(o.object_id());
-      id->set_group(o.group());
+      id->set_ost_idx(o->ost_idx());
+      id->set_object_id(o->object_id());
+      id->set_group(o->group());
     }
     batch_.Put(DestroyKey(super_.destroy_seq++), q.SerializeAsString());
   }

@@ -7,6 +7,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <memory>
 #include <regex>
 #include <set>
@@ -250,6 +251,137 @@ TEST_F(LfsTest, DfListsEveryOst) {
   EXPECT_NE(r.out.find("filesystem_summary"), std::string::npos) << r.out;
   r = Lfs({"df", "-h", mnt_});
   EXPECT_EQ(r.exit_code, 0) << Show(r);
+}
+
+// Composite (PFL) layouts through the mount: the example layout, instantiation as
+// writes reach each component, and byte-exact data across component boundaries.
+TEST_F(LfsTest, CompositeLayoutInstantiatesComponentsAsWritesReachThem) {
+  ASSERT_EQ(mkdir(P("pfl").c_str(), 0755), 0);
+  CommandResult r = Lfs({"setstripe", "-E", "4M", "-c", "1", "-E", "64M", "-c", "2", "-E",
+                         "-1", "-c", "-1", P("pfl")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  r = Lfs({"getstripe", "-d", P("pfl")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_NE(r.out.find("lcm_entry_count:   3\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lcme_extent.e_end:   EOF\n"), std::string::npos) << r.out;
+
+  auto data = Pattern(8u << 20, 8);
+  ASSERT_EQ(WriteFile(P("pfl/ckpt"), data, 1 << 20), 0);
+  r = Lfs({"getstripe", P("pfl/ckpt")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_NE(r.out.find("lcm_entry_count:   3\n"), std::string::npos) << r.out;
+  auto count = [&](const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = r.out.find(needle); at != std::string::npos; at = r.out.find(needle, at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  EXPECT_EQ(count("lcme_flags:          init\n"), 2u) << r.out;
+  EXPECT_EQ(count("lcme_flags:          0\n"), 1u) << r.out;
+  EXPECT_EQ(count("l_ost_idx:"), 3u) << "1 + 2 objects\n" << r.out;
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("pfl/ckpt"), &got), 0);
+  EXPECT_EQ(FirstDiff(got, data), -1);
+
+  // The MDS holds the same, and the objects hold the bytes of their own component.
+  auto e = Resolve(*g_client, "/pfl/ckpt");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_EQ(e->layout().components_size(), 3);
+  EXPECT_EQ(e->layout().components(1).layout().objects_size(), 2);
+  EXPECT_EQ(e->layout().components(2).layout().objects_size(), 0);
+  auto a = ObjectAttr(*g_client, e->layout().components(0).layout().objects(0));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->size(), 4u << 20);
+
+  r = Lfs({"getstripe", "-I", "2", P("pfl/ckpt")});
+  EXPECT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(count("lcme_id:"), 1u) << r.out;
+  r = Lfs({"getstripe", "--component-count", P("pfl/ckpt")});
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("^\\s*3\\s*$"))) << r.out;
+
+  // lfs find sees the components.
+  ASSERT_EQ(WriteFile(P("pfl/small"), Pattern(1000, 9)), 0);
+  r = Lfs({"find", P("pfl"), "--stripe-count", "2", "--type", "f"});
+  EXPECT_EQ(r.out, P("pfl/ckpt") + "\n") << Show(r);
+  r = Lfs({"find", P("pfl"), "--component-count", "3", "--type", "f"});
+  EXPECT_NE(r.out.find(P("pfl/small")), std::string::npos) << Show(r);
+
+  // The lustre.lov xattr is a lov_comp_md_v1.
+  std::string v(8192, '\0');
+  ssize_t n = getxattr(P("pfl/ckpt").c_str(), "lustre.lov", v.data(), v.size());
+  ASSERT_GT(n, 32) << strerror(errno);
+  EXPECT_EQ(static_cast<uint8_t>(v[0]) | static_cast<uint8_t>(v[1]) << 8 |
+                static_cast<uint8_t>(v[2]) << 16 | static_cast<uint32_t>(static_cast<uint8_t>(v[3])) << 24,
+            0x0BD60BD0u);
+  // ... which restores the template on another directory (tar/rsync -X).
+  n = getxattr(P("pfl").c_str(), "lustre.lov", v.data(), v.size());
+  ASSERT_GT(n, 32) << strerror(errno);
+  ASSERT_EQ(mkdir(P("pfl_copy").c_str(), 0755), 0);
+  ASSERT_EQ(setxattr(P("pfl_copy").c_str(), "lustre.lov", v.data(), static_cast<size_t>(n), 0), 0)
+      << strerror(errno);
+  r = Lfs({"getstripe", "-d", P("pfl_copy")});
+  EXPECT_NE(r.out.find("lcm_entry_count:   3\n"), std::string::npos) << r.out;
+}
+
+TEST_F(LfsTest, CompositeBoundariesTruncateAndDirectIoMatchALocalCopy) {
+  // [0, 1M) 1 stripe, [1M, 4M) 2 stripes, [4M, EOF) all OSTs; 64 KiB stripes.
+  CommandResult r = Lfs({"setstripe", "-E", "1M", "-c", "1", "-S", "64K", "-E", "4M", "-c",
+                         "2", "-S", "64K", "-E", "EOF", "-c", "-1", "-S", "64K", P("pflb")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  int fd = open(P("pflb").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  std::vector<uint8_t> model;
+  uint64_t seed = 100;
+  auto put = [&](uint64_t off, size_t len) {
+    auto bytes = Pattern(len, ++seed);
+    ASSERT_EQ(pwrite(fd, bytes.data(), len, static_cast<off_t>(off)), static_cast<ssize_t>(len))
+        << strerror(errno);
+    if (model.size() < off + len) model.resize(off + len);
+    std::copy(bytes.begin(), bytes.end(), model.begin() + static_cast<ptrdiff_t>(off));
+  };
+  auto check = [&](const char* when) {
+    struct stat st {};
+    ASSERT_EQ(fstat(fd, &st), 0);
+    ASSERT_EQ(static_cast<uint64_t>(st.st_size), model.size()) << when;
+    std::vector<uint8_t> got(model.size() + 10);
+    ssize_t n = pread(fd, got.data(), got.size(), 0);
+    ASSERT_EQ(n, static_cast<ssize_t>(model.size())) << when << ": " << strerror(errno);
+    got.resize(model.size());
+    EXPECT_EQ(FirstDiff(got, model), -1) << when;
+  };
+  put(0, 1000);
+  put((1 << 20) - 1, 2);        // e_end - 1 and e_end of the first component
+  put(1 << 20, 1);
+  check("boundary of 1M");
+  put(6 << 20 | 5, 100);        // sparse, into the last component
+  check("sparse into the third");
+  put((4 << 20) - 3, 7);        // straddles 4M
+  check("straddling 4M");
+  ASSERT_EQ(ftruncate(fd, 512 << 10), 0) << strerror(errno);  // back into the first
+  model.resize(512 << 10);
+  check("truncated into the first");
+  put(5 << 20, 4096);           // grows again: the middle is a hole
+  check("grown past the truncate");
+  close(fd);
+
+  // O_DIRECT, 1 MiB aligned, across the 1M boundary, on a fresh file of the same layout.
+  ASSERT_EQ(mkdir(P("pfld").c_str(), 0755), 0);
+  r = Lfs({"setstripe", "-E", "1M", "-c", "1", "-S", "64K", "-E", "-1", "-c", "2", "-S", "64K",
+           P("pfld")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  fd = open(P("pfld/direct").c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  void* buf = nullptr;
+  ASSERT_EQ(posix_memalign(&buf, 4096, 1 << 20), 0);
+  auto bytes = Pattern(1 << 20, 77);
+  std::memcpy(buf, bytes.data(), bytes.size());
+  ASSERT_EQ(pwrite(fd, buf, 1 << 20, 512 << 10), 1 << 20) << strerror(errno);
+  std::memset(buf, 0, 1 << 20);
+  ASSERT_EQ(pread(fd, buf, 1 << 20, 512 << 10), 1 << 20) << strerror(errno);
+  EXPECT_EQ(std::memcmp(buf, bytes.data(), bytes.size()), 0);
+  free(buf);
+  close(fd);
 }
 
 }  // namespace

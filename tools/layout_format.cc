@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "common/layout.h"
+#include "proto/layout_components.h"
 
 namespace stria::tools {
 namespace {
@@ -13,12 +14,14 @@ namespace {
 // when more than this one field is shown.
 class FieldPrinter {
  public:
-  FieldPrinter(std::string* out, uint32_t fields, bool is_dir)
-      : out_(out), fields_(fields), is_dir_(is_dir) {}
+  // `indent` goes before each label (a composite layout's components).
+  FieldPrinter(std::string* out, uint32_t fields, bool is_dir, std::string_view indent = "")
+      : out_(out), fields_(fields), is_dir_(is_dir), indent_(indent) {}
 
   void Add(uint32_t field, std::string_view label, std::string_view value) {
     *out_ += separator_;
     if (fields_ & ~field) {
+      *out_ += indent_;
       if (!is_dir_) *out_ += "lmm_";
       *out_ += label;
     }
@@ -35,11 +38,17 @@ class FieldPrinter {
   std::string* out_;
   uint32_t fields_;
   bool is_dir_;
+  std::string_view indent_;
   const char* separator_ = "";
 };
 
+// The fields that belong to a plain (sub)layout, not to a composite header.
+constexpr uint32_t kPlainFields =
+    kFieldObjects | kFieldCount | kFieldSize | kFieldOffset | kFieldPool | kFieldPattern |
+    kFieldGeneration;
+
 std::string Printf(const char* fmt, auto... args) {
-  char buf[128];
+  char buf[160];
   int n = std::snprintf(buf, sizeof(buf), fmt, args...);
   return std::string(buf, n < 0 ? 0 : std::min<size_t>(n, sizeof(buf) - 1));
 }
@@ -51,55 +60,59 @@ std::string PatternName(proto::LayoutPattern pattern) {
   return Printf("%x", static_cast<unsigned>(pattern));
 }
 
-std::string FormatFileLayout(std::string_view path, const proto::Layout& layout,
-                             const GetstripeFormat& format) {
-  std::string out;
-  const uint32_t f = format.fields;
-  if (format.show_path && !path.empty()) {
-    out += path;
-    out += "\n";
-  }
+namespace {
+
+// The lmm_* block of a plain layout. `indent` is "" for a plain file, six spaces inside a
+// component; `skip_objects` for an uninstantiated component (no objects, generation 0, the
+// requested stripe offset).
+void AppendPlainFile(std::string* out, const proto::Layout& layout, uint32_t f,
+                     std::string_view indent, bool skip_objects) {
   const int count = layout.objects_size() > 0 ? layout.objects_size() : layout.stripe_count();
-  FieldPrinter p(&out, f, /*is_dir=*/false);
+  FieldPrinter p(out, f, /*is_dir=*/false, indent);
   if (f & kFieldCount) p.Add(kFieldCount, "stripe_count:  ", std::to_string(count));
   if (f & kFieldSize) p.Add(kFieldSize, "stripe_size:   ", std::to_string(layout.stripe_size()));
   if (f & kFieldPattern) p.Add(kFieldPattern, "pattern:       ", PatternName(layout.pattern()));
   if (f & kFieldGeneration) {
-    p.Add(kFieldGeneration, "layout_gen:    ", std::to_string(layout.generation()));
+    p.Add(kFieldGeneration, "layout_gen:    ",
+          std::to_string(skip_objects ? 0 : layout.generation()));
   }
   if (f & kFieldOffset) {
-    const int64_t offset = layout.objects_size() > 0 ? layout.objects(0).ost_idx()
-                                                     : layout.stripe_offset();
+    const int64_t offset = !skip_objects && layout.objects_size() > 0
+                               ? static_cast<int64_t>(layout.objects(0).ost_idx())
+                               : static_cast<int64_t>(layout.stripe_offset());
     p.Add(kFieldOffset, "stripe_offset: ", std::to_string(offset));
   }
   if ((f & kFieldPool) && !layout.pool().empty()) {
     p.Add(kFieldPool, "pool:          ", layout.pool());
   }
   p.Finish();
-  if (f & kFieldObjects) {
-    out += "\tobdidx\t\t objid\t\t objid\t\t group\n";
+  if (!(f & kFieldObjects) || skip_objects) return;
+  if (indent.empty()) {
+    *out += "\tobdidx\t\t objid\t\t objid\t\t group\n";
     for (const auto& o : layout.objects()) {
       const unsigned long long id = o.object_id();
       const unsigned long long group = o.group();
       // Lustre prints reserved/MDT0 groups (0 here) in decimal, others in hex.
-      out += Printf(group == 0 ? "\t%6u\t%14llu\t%#13llx\t%14llu\n"
-                               : "\t%6u\t%14llu\t%#13llx\t%#14llx\n",
-                    o.ost_idx(), id, id, group);
+      *out += Printf(group == 0 ? "\t%6u\t%14llu\t%#13llx\t%14llu\n"
+                                : "\t%6u\t%14llu\t%#13llx\t%#14llx\n",
+                     o.ost_idx(), id, id, group);
     }
-    out += "\n";
+    return;
   }
-  return out;
+  *out += indent;
+  *out += "lmm_objects:\n";
+  for (int i = 0; i < layout.objects_size(); ++i) {
+    const proto::StripeObject& o = layout.objects(i);
+    *out += indent;
+    *out += Printf("- %3d: { l_ost_idx: %3u, l_fid: %s }\n", i, o.ost_idx(),
+                   ObjectFid(o).c_str());
+  }
 }
 
-std::string FormatDirLayout(std::string_view path, const proto::Layout& layout,
-                            const GetstripeFormat& format) {
-  std::string out;
-  const uint32_t f = format.fields & ~(kFieldObjects | kFieldGeneration);
-  if (format.show_path && !path.empty()) {
-    out += path;
-    out += "\n";
-  }
-  FieldPrinter p(&out, f, /*is_dir=*/true);
+// The single-line fields of a directory's plain (sub)layout.
+void AppendPlainDir(std::string* out, const proto::Layout& layout, uint32_t f,
+                    std::string_view indent) {
+  FieldPrinter p(out, f, /*is_dir=*/true, indent);
   if (f & kFieldCount) p.Add(kFieldCount, "stripe_count:  ", std::to_string(layout.stripe_count()));
   if (f & kFieldSize) p.Add(kFieldSize, "stripe_size:   ", std::to_string(layout.stripe_size()));
   if (f & kFieldPattern) p.Add(kFieldPattern, "pattern:       ", PatternName(layout.pattern()));
@@ -110,6 +123,123 @@ std::string FormatDirLayout(std::string_view path, const proto::Layout& layout,
     p.Add(kFieldPool, "pool:          ", layout.pool());
   }
   p.Finish();
+}
+
+std::string EndString(uint64_t end) {
+  return end == kLayoutEof ? std::string("EOF") : std::to_string(end);
+}
+
+std::string FlagsString(uint32_t flags) {
+  if (flags == 0) return "0";
+  std::string out;
+  if (flags & kLcmeFlInit) out = "init";
+  if (flags & ~kLcmeFlInit) {
+    if (!out.empty()) out += ",";
+    out += Printf("%#x", flags & ~kLcmeFlInit);
+  }
+  return out;
+}
+
+// lov_dump_comp_v1: the composite header, then each component and its sub-layout.
+std::string FormatComposite(std::string_view path, const proto::Layout& layout,
+                            const GetstripeFormat& format, bool is_dir) {
+  std::string out;
+  uint32_t f = format.fields;
+  if (is_dir) f &= ~(kFieldObjects | kFieldGeneration);
+  if (format.show_path && !path.empty()) {
+    out += path;
+    out += "\n";
+  }
+  const bool all = format.fields == kFieldsDefault || format.component_id != 0;
+  // A header field alone prints its value; with others, its label.
+  const uint32_t hf = format.fields;
+  auto header = [&](uint32_t field, std::string_view label, uint32_t value) {
+    if (!(hf & field)) return;
+    if (hf & ~field) {
+      out += "  ";
+      out += label;
+    }
+    out += std::to_string(value);
+    out += "\n";
+  };
+  header(kFieldGeneration, "lcm_layout_gen:    ", is_dir ? 0 : layout.generation());
+  if (all) out += "  lcm_mirror_count:  1\n";
+  header(kFieldComponentCount, "lcm_entry_count:   ",
+         static_cast<uint32_t>(layout.components_size()));
+  const uint32_t plain = f & kPlainFields & ~(is_dir ? 0u : (all ? 0u : kFieldGeneration));
+  if (!all) {
+    // Single fields: those of the last instantiated component (a template's last).
+    if ((plain & ~kFieldGeneration) == 0) return out;
+    const proto::LayoutComponent* last = nullptr;
+    for (const proto::LayoutComponent& c : layout.components()) {
+      if (is_dir || (c.flags() & kLcmeFlInit)) last = &c;
+    }
+    if (last == nullptr) return out;
+    if (is_dir) {
+      AppendPlainDir(&out, last->layout(), plain, "");
+    } else {
+      AppendPlainFile(&out, last->layout(), plain & ~kFieldObjects, "",
+                      /*skip_objects=*/false);
+    }
+    return out;
+  }
+  for (const proto::LayoutComponent& c : layout.components()) {
+    if (format.component_id != 0 && c.id() != format.component_id) continue;
+    const bool init = !is_dir && (c.flags() & kLcmeFlInit) != 0;
+    const std::string id = is_dir || c.id() == 0 ? std::string("N/A") : std::to_string(c.id());
+    out += "    lcme_id:             " + id + "\n";
+    out += "    lcme_mirror_id:      " + std::string(is_dir || c.id() == 0 ? "N/A" : "0") + "\n";
+    out += "    lcme_flags:          " + FlagsString(is_dir ? 0 : c.flags()) + "\n";
+    out += "    lcme_extent.e_start: " + std::to_string(c.start()) + "\n";
+    out += "    lcme_extent.e_end:   " + EndString(c.end()) + "\n";
+    if (is_dir) {
+      AppendPlainDir(&out, c.layout(), f & kPlainFields, "      ");
+    } else {
+      AppendPlainFile(&out, c.layout(), f & kPlainFields, "      ", /*skip_objects=*/!init);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ObjectFid(const proto::StripeObject& o) {
+  const unsigned long long id = o.object_id();
+  if (o.group() != 0) {
+    return Printf("[%#llx:%#x:0x0]", static_cast<unsigned long long>(o.group()),
+                  static_cast<unsigned>(id & 0xffffffffu));
+  }
+  // An IDIF FID, as Lustre shows objects of the MDT0 sequence: the OST index and the high
+  // bits of the object id in the sequence.
+  const unsigned long long seq = 0x100000000ull | (static_cast<unsigned long long>(o.ost_idx()) << 16) |
+                                 ((id >> 32) & 0xffff);
+  return Printf("[%#llx:%#x:0x0]", seq, static_cast<unsigned>(id & 0xffffffffu));
+}
+
+std::string FormatFileLayout(std::string_view path, const proto::Layout& layout,
+                             const GetstripeFormat& format) {
+  if (IsComposite(layout)) return FormatComposite(path, layout, format, /*is_dir=*/false);
+  std::string out;
+  if (format.show_path && !path.empty()) {
+    out += path;
+    out += "\n";
+  }
+  AppendPlainFile(&out, layout, format.fields & kPlainFields, "", /*skip_objects=*/false);
+  if (format.fields & kFieldObjects) out += "\n";
+  return out;
+}
+
+std::string FormatDirLayout(std::string_view path, const proto::Layout& layout,
+                            const GetstripeFormat& format) {
+  if (IsComposite(layout)) return FormatComposite(path, layout, format, /*is_dir=*/true);
+  std::string out;
+  if (format.show_path && !path.empty()) {
+    out += path;
+    out += "\n";
+  }
+  AppendPlainDir(&out, layout, format.fields & kPlainFields & ~(kFieldObjects | kFieldGeneration),
+                 "");
   return out;
 }
 
@@ -125,6 +255,16 @@ proto::Layout EffectiveDirLayout(const proto::Layout* dir_layout,
       base.set_stripe_offset(-1);
     }
     return base;
+  }
+  if (IsComposite(*dir_layout)) {
+    proto::Layout out = *dir_layout;
+    for (proto::LayoutComponent& c : *out.mutable_components()) {
+      proto::Layout* l = c.mutable_layout();
+      if (l->stripe_count() == 0) l->set_stripe_count(base.stripe_count());
+      if (l->stripe_size() == 0) l->set_stripe_size(base.stripe_size());
+      if (l->pattern() == proto::PATTERN_NONE) l->set_pattern(base.pattern());
+    }
+    return out;
   }
   proto::Layout out = *dir_layout;
   out.clear_objects();

@@ -12,6 +12,25 @@
 //   \t     2\t             5\t          0x5\t             0
 //   (blank line)
 //
+// A composite (PFL) file, as Lustre 2.16 prints lov_comp_md_v1 (objects as IDIF FIDs):
+//   /mnt/training-data/f
+//     lcm_layout_gen:    2
+//     lcm_mirror_count:  1
+//     lcm_entry_count:   2
+//       lcme_id:             1
+//       lcme_mirror_id:      0
+//       lcme_flags:          init
+//       lcme_extent.e_start: 0
+//       lcme_extent.e_end:   4194304
+//         lmm_stripe_count:  1
+//         ... (the plain fields, indented by six)
+//         lmm_objects:
+//         - 0: { l_ost_idx:   0, l_fid: [0x100000000:0x2:0x0] }
+//   (blank line after each component)
+// A directory's composite template prints "lcme_id: N/A" and each component's fields on
+// one line. Asking for single fields (-c, -S, ...) prints them for the last instantiated
+// component only (the last component of a template), as Lustre does.
+//
 // A directory's default layout is one line ("stripe_count:  1 stripe_size:   4194304
 // pattern:       raid0 stripe_offset: -1"). When exactly one field is asked for (-c, -S,
 // -i, ...), only its value is printed, as Lustre does. Labels appear when more than one
@@ -35,30 +54,37 @@ enum GetstripeField : uint32_t {
   kFieldPool = 1u << 4,        // -p (printed only when a pool is set)
   kFieldPattern = 1u << 5,     // -L
   kFieldGeneration = 1u << 6,  // -g (files only)
+  kFieldComponentCount = 1u << 7,  // --component-count (composite layouts)
   kFieldsDefault = kFieldObjects | kFieldCount | kFieldSize | kFieldOffset | kFieldPool |
-                   kFieldPattern | kFieldGeneration,
+                   kFieldPattern | kFieldGeneration | kFieldComponentCount,
 };
 
 struct GetstripeFormat {
   uint32_t fields = kFieldsDefault;
   bool show_path = true;  // false for -d and the single-field options, as Lustre
+  uint32_t component_id = 0;  // -I ID: only that component (0 = all)
 };
+
+// An object as Lustre names it in lmm_objects: "[0x100010000:0x5:0x0]" (an IDIF FID).
+std::string ObjectFid(const proto::StripeObject& o);
 
 // "raid0", or the pattern number in hex for one this tool does not know.
 std::string PatternName(proto::LayoutPattern pattern);
 
-// A regular file's layout, in the shape above.
+// A regular file's layout, in the shape above (plain or composite).
 std::string FormatFileLayout(std::string_view path, const proto::Layout& layout,
                              const GetstripeFormat& format);
 
 // A directory's default layout (already made effective with EffectiveDirLayout).
+// (plain or composite).
 std::string FormatDirLayout(std::string_view path, const proto::Layout& layout,
                             const GetstripeFormat& format);
 
 // What a directory's files inherit: its own default layout where set (dir_layout non-null),
 // with "inherit" fields (count 0, size 0, pattern none) filled from the filesystem default;
 // the filesystem default itself otherwise. Missing filesystem values fall back to
-// common/layout.h's defaults (count 1, size 4 MiB).
+// common/layout.h's defaults (count 1, size 4 MiB). A composite template's components are
+// filled the same way, each from the plain filesystem default.
 proto::Layout EffectiveDirLayout(const proto::Layout* dir_layout,
                                  const proto::Layout& fs_default);
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "proto/layout_components.h"
+
 namespace stria::tools {
 namespace {
 
@@ -122,6 +124,125 @@ TEST(EffectiveDirLayoutTest, InheritsMissingFields) {
   EXPECT_EQ(e.stripe_count(), 1);
   EXPECT_EQ(e.stripe_size(), 4u << 20);
   EXPECT_EQ(e.stripe_offset(), -1);
+}
+
+// -E 4M -c 1 -S 1M -E -1 -c -1, the first component instantiated on OST 1 (object 2).
+proto::Layout TwoComponents() {
+  proto::Layout l;
+  l.set_generation(1);
+  proto::LayoutComponent* a = l.add_components();
+  a->set_id(1);
+  a->set_flags(kLcmeFlInit);
+  a->set_start(0);
+  a->set_end(4 << 20);
+  a->mutable_layout()->set_pattern(proto::PATTERN_RAID0);
+  a->mutable_layout()->set_stripe_size(1 << 20);
+  a->mutable_layout()->set_stripe_count(1);
+  a->mutable_layout()->set_stripe_offset(1);
+  auto* o = a->mutable_layout()->add_objects();
+  o->set_ost_idx(1);
+  o->set_object_id(2);
+  proto::LayoutComponent* b = l.add_components();
+  b->set_id(2);
+  b->set_start(4 << 20);
+  b->set_end(kLayoutEof);
+  b->mutable_layout()->set_pattern(proto::PATTERN_RAID0);
+  b->mutable_layout()->set_stripe_size(4 << 20);
+  b->mutable_layout()->set_stripe_count(-1);
+  b->mutable_layout()->set_stripe_offset(-1);
+  return l;
+}
+
+// The shape of lov_dump_comp_v1 in Lustre 2.16's lustre/utils/liblustreapi.c (header
+// "%2s"-indented, entries "%4s", sub-layouts "%6s"; objects as "- %3d: { l_ost_idx: %3d,
+// l_fid: DFID }"; a blank line after each component).
+TEST(FormatFileLayoutTest, CompositeLustreShape) {
+  EXPECT_EQ(FormatFileLayout("/mnt/training-data/ckpt", TwoComponents(), {}),
+            "/mnt/training-data/ckpt\n"
+            "  lcm_layout_gen:    1\n"
+            "  lcm_mirror_count:  1\n"
+            "  lcm_entry_count:   2\n"
+            "    lcme_id:             1\n"
+            "    lcme_mirror_id:      0\n"
+            "    lcme_flags:          init\n"
+            "    lcme_extent.e_start: 0\n"
+            "    lcme_extent.e_end:   4194304\n"
+            "      lmm_stripe_count:  1\n"
+            "      lmm_stripe_size:   1048576\n"
+            "      lmm_pattern:       raid0\n"
+            "      lmm_layout_gen:    0\n"
+            "      lmm_stripe_offset: 1\n"
+            "      lmm_objects:\n"
+            "      -   0: { l_ost_idx:   1, l_fid: [0x100010000:0x2:0x0] }\n"
+            "\n"
+            "    lcme_id:             2\n"
+            "    lcme_mirror_id:      0\n"
+            "    lcme_flags:          0\n"
+            "    lcme_extent.e_start: 4194304\n"
+            "    lcme_extent.e_end:   EOF\n"
+            "      lmm_stripe_count:  -1\n"
+            "      lmm_stripe_size:   4194304\n"
+            "      lmm_pattern:       raid0\n"
+            "      lmm_layout_gen:    0\n"
+            "      lmm_stripe_offset: -1\n"
+            "\n");
+}
+
+TEST(FormatFileLayoutTest, CompositeSingleFieldsAndOneComponent) {
+  GetstripeFormat count;
+  count.fields = kFieldCount;
+  count.show_path = false;
+  // The last instantiated component's value only, as Lustre.
+  EXPECT_EQ(FormatFileLayout("f", TwoComponents(), count), "1\n");
+  GetstripeFormat entries;
+  entries.fields = kFieldComponentCount;
+  entries.show_path = false;
+  EXPECT_EQ(FormatFileLayout("f", TwoComponents(), entries), "2\n");
+  GetstripeFormat second;
+  second.component_id = 2;
+  const std::string out = FormatFileLayout("f", TwoComponents(), second);
+  EXPECT_NE(out.find("lcme_id:             2\n"), std::string::npos) << out;
+  EXPECT_EQ(out.find("lcme_id:             1\n"), std::string::npos) << out;
+}
+
+TEST(FormatDirLayoutTest, CompositeTemplate) {
+  proto::Layout l = TwoComponents();
+  l.set_generation(0);
+  for (auto& c : *l.mutable_components()) {
+    c.set_id(0);
+    c.set_flags(0);
+    c.mutable_layout()->clear_objects();
+    c.mutable_layout()->set_stripe_offset(-1);
+  }
+  GetstripeFormat f;
+  f.show_path = false;
+  EXPECT_EQ(FormatDirLayout("/mnt/training-data/d", l, f),
+            "  lcm_layout_gen:    0\n"
+            "  lcm_mirror_count:  1\n"
+            "  lcm_entry_count:   2\n"
+            "    lcme_id:             N/A\n"
+            "    lcme_mirror_id:      N/A\n"
+            "    lcme_flags:          0\n"
+            "    lcme_extent.e_start: 0\n"
+            "    lcme_extent.e_end:   4194304\n"
+            "      stripe_count:  1       stripe_size:   1048576       pattern:       raid0"
+            "       stripe_offset: -1\n"
+            "\n"
+            "    lcme_id:             N/A\n"
+            "    lcme_mirror_id:      N/A\n"
+            "    lcme_flags:          0\n"
+            "    lcme_extent.e_start: 4194304\n"
+            "    lcme_extent.e_end:   EOF\n"
+            "      stripe_count:  -1       stripe_size:   4194304       pattern:       raid0"
+            "       stripe_offset: -1\n"
+            "\n");
+}
+
+TEST(ObjectFidTest, IdifFids) {
+  proto::StripeObject o;
+  o.set_ost_idx(3);
+  o.set_object_id(0x123456789ull);
+  EXPECT_EQ(ObjectFid(o), "[0x100030001:0x23456789:0x0]");
 }
 
 }  // namespace

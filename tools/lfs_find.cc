@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "proto/layout_components.h"
 #include "tools/fs_connect.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
@@ -45,6 +46,7 @@ std::optional<NumberTest> ParseNumberTest(std::string_view text) {
 struct FindArgs {
   std::optional<NumberTest> stripe_count;
   std::optional<NumberTest> stripe_size;
+  std::optional<NumberTest> component_count;
   char type = 0;  // 'f', 'd', 'l' or 0
   std::string name;
   int max_depth = -1;
@@ -93,7 +95,7 @@ class Finder {
       std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
       if (fnmatch(args_.name.c_str(), base.c_str(), 0) != 0) return 0;
     }
-    if (args_.stripe_count || args_.stripe_size) {
+    if (args_.stripe_count || args_.stripe_size || args_.component_count) {
       if (!r.is_reg()) return 0;  // only files have a layout to test
       auto layout = session_->FileLayout(client_, r.attr);
       if (!layout.ok()) {
@@ -101,13 +103,23 @@ class Finder {
                      layout.status().ToString().c_str());
         return ExitCode(layout.status());
       }
-      const int64_t count =
-          layout->objects_size() > 0 ? layout->objects_size() : layout->stripe_count();
-      if (args_.stripe_count && !args_.stripe_count->Matches(count)) return 0;
-      if (args_.stripe_size &&
-          !args_.stripe_size->Matches(static_cast<int64_t>(layout->stripe_size()))) {
+      if (args_.component_count && !args_.component_count->Matches(layout->components_size())) {
         return 0;
       }
+      // A composite file matches when one of its instantiated components does.
+      bool matched = false;
+      for (const LayoutExtent& e : LayoutExtents(*layout)) {
+        if (IsComposite(*layout) && !e.init) continue;
+        const int64_t count =
+            e.plain->objects_size() > 0 ? e.plain->objects_size() : e.plain->stripe_count();
+        const auto size = static_cast<int64_t>(e.plain->stripe_size());
+        if ((!args_.stripe_count || args_.stripe_count->Matches(count)) &&
+            (!args_.stripe_size || args_.stripe_size->Matches(size))) {
+          matched = true;
+          break;
+        }
+      }
+      if (!matched) return 0;
     }
     std::printf("%s\n", path.c_str());
     return 0;
@@ -129,6 +141,8 @@ int LfsFind(int argc, char** argv) {
       {"stripe-size", required_argument, nullptr, 'S'},
       {"stripe_size", required_argument, nullptr, 'S'},
       {"type", required_argument, nullptr, 't'},
+      {"component-count", required_argument, nullptr, 'C'},
+      {"comp-count", required_argument, nullptr, 'C'},
       {nullptr, 0, nullptr, 0},
   };
   FindArgs args;
@@ -141,6 +155,10 @@ int LfsFind(int argc, char** argv) {
       case 'c':
         args.stripe_count = ParseNumberTest(optarg);
         if (!args.stripe_count) return Usage("bad --stripe-count value");
+        break;
+      case 'C':
+        args.component_count = ParseNumberTest(optarg);
+        if (!args.component_count) return Usage("bad --component-count value");
         break;
       case 'S':
         args.stripe_size = ParseNumberTest(optarg);

@@ -1,10 +1,13 @@
 // lfs getstripe: print the layout of files and the default layout of directories.
 #include <getopt.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
+#include "proto/layout_components.h"
 #include "tools/fs_connect.h"
 #include "tools/layout_format.h"
 #include "tools/lfs_commands.h"
@@ -15,6 +18,7 @@ namespace {
 
 struct GetstripeArgs {
   uint32_t fields = 0;      // 0 = all
+  uint32_t component_id = 0;  // -I: one component of a composite layout
   bool quiet = false;       // -q: objects only
   int max_depth = 1;        // 0: the paths themselves (-d or a single field); -1: -r
   std::vector<std::string> paths;
@@ -32,6 +36,7 @@ class Getstripe {
       : args_(args), session_(session) {
     format_.fields = args.quiet ? kFieldObjects : (args.fields ? args.fields : kFieldsDefault);
     format_.show_path = args.max_depth != 0;
+    format_.component_id = args.component_id;
   }
 
   int Run(const std::string& path) {
@@ -86,7 +91,7 @@ class Getstripe {
 
   int ShowFile(const std::string& path, const Resolved& r) {
     proto::Layout layout = r.layout;
-    if (layout.objects_size() == 0) {
+    if (!HasObjects(layout)) {
       auto l = session_->FileLayout(client_, r.attr);
       if (!l.ok()) {
         std::fprintf(stderr, "lfs getstripe: cannot get layout of '%s': %s\n", path.c_str(),
@@ -95,7 +100,7 @@ class Getstripe {
       }
       layout = *l;
     }
-    if (layout.objects_size() == 0 && layout.stripe_count() == 0) {
+    if (!IsComposite(layout) && layout.objects_size() == 0 && layout.stripe_count() == 0) {
       std::printf("%s has no stripe info\n", path.c_str());
       return 0;
     }
@@ -147,6 +152,10 @@ int LfsGetstripe(int argc, char** argv) {
       {"recursive", no_argument, nullptr, 'r'},
       {"stripe-size", no_argument, nullptr, 'S'},
       {"stripe_size", no_argument, nullptr, 'S'},
+      {"component-id", required_argument, nullptr, 'I'},
+      {"comp-id", required_argument, nullptr, 'I'},
+      {"component-count", no_argument, nullptr, 'C'},
+      {"comp-count", no_argument, nullptr, 'C'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -155,8 +164,20 @@ int LfsGetstripe(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "cdgioLpqrSh", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":cdgiI:oLpqrSh", kLong, nullptr)) != -1) {
     switch (c) {
+      case 'I': {
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long id = std::strtoul(optarg, &end, 0);
+        if (errno != 0 || end == optarg || *end != '\0' || id == 0 || id > 0x7fffffffUL ||
+            optarg[0] == '-') {
+          return Usage((std::string("invalid component id '") + optarg + "'").c_str());
+        }
+        args.component_id = static_cast<uint32_t>(id);
+        break;
+      }
+      case 'C': args.fields |= kFieldComponentCount; break;
       case 'c': args.fields |= kFieldCount; break;
       case 'S': args.fields |= kFieldSize; break;
       case 'i':
@@ -170,6 +191,9 @@ int LfsGetstripe(int argc, char** argv) {
       case 'h':
         std::fputs(LfsUsage("getstripe"), stdout);
         return 0;
+      case ':':
+        return Usage((std::string("option '") + argv[optind - 1] + "' requires an argument")
+                         .c_str());
       default:
         return Usage((std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
     }

@@ -1,4 +1,9 @@
 // lfs setstripe: set a directory's default layout, or create an empty file with a layout.
+//
+// -E END starts a component of a composite (PFL) layout that ends at END (a size, or -1/EOF
+// for the end of the file); the options after it (-c, -S, -i, -p) describe that component,
+// and the next -E starts the next one where it ends. Layout options before the first -E
+// are refused, as they would be ambiguous.
 #include <getopt.h>
 #include <sys/stat.h>
 
@@ -8,6 +13,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "proto/layout_components.h"
 #include "tools/fs_connect.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
@@ -129,6 +135,8 @@ int LfsSetstripe(int argc, char** argv) {
       {"pool", required_argument, nullptr, 'p'},
       {"stripe-size", required_argument, nullptr, 'S'},
       {"stripe_size", required_argument, nullptr, 'S'},
+      {"component-end", required_argument, nullptr, 'E'},
+      {"comp-end", required_argument, nullptr, 'E'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
@@ -136,15 +144,40 @@ int LfsSetstripe(int argc, char** argv) {
   args.layout.set_pattern(proto::PATTERN_RAID0);
   args.layout.set_stripe_offset(-1);
   bool layout_given = false;
+  proto::Layout* cur = &args.layout;  // the plain layout the options describe
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":c:di:o:p:S:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":c:dE:i:o:p:S:h", kLong, nullptr)) != -1) {
     switch (c) {
+      case 'E': {
+        auto end = ParseComponentEnd(optarg);
+        if (!end.ok()) return Usage(end.status().message().c_str());
+        if (!IsComposite(args.layout) && layout_given) {
+          return Usage("layout options must follow -E in a composite layout");
+        }
+        const uint64_t start =
+            IsComposite(args.layout) ? args.layout.components().rbegin()->end() : 0;
+        if (start == kLayoutEof) return Usage("no component may follow one that ends at EOF");
+        if (*end <= start) {
+          return Usage(("component end " + std::string(optarg) + " is not past the previous "
+                        "end " + std::to_string(start)).c_str());
+        }
+        args.layout.clear_stripe_offset();
+        args.layout.clear_pattern();
+        proto::LayoutComponent* comp = args.layout.add_components();
+        comp->set_start(start);
+        comp->set_end(*end);
+        cur = comp->mutable_layout();
+        cur->set_pattern(proto::PATTERN_RAID0);
+        cur->set_stripe_offset(-1);
+        layout_given = true;
+        break;
+      }
       case 'c': {
         auto v = ParseStripeCount(optarg);
         if (!v.ok()) return Usage(v.status().message().c_str());
-        args.layout.set_stripe_count(*v);
+        cur->set_stripe_count(*v);
         layout_given = true;
         break;
       }
@@ -155,7 +188,7 @@ int LfsSetstripe(int argc, char** argv) {
       case 'o': {
         auto v = ParseStripeIndex(optarg);
         if (!v.ok()) return Usage(v.status().message().c_str());
-        args.layout.set_stripe_offset(*v);
+        cur->set_stripe_offset(*v);
         layout_given = true;
         break;
       }
@@ -166,14 +199,14 @@ int LfsSetstripe(int argc, char** argv) {
         if (pool.empty() || pool.size() > 15) {
           return Usage(("invalid pool name '" + std::string(optarg) + "'").c_str());
         }
-        args.layout.set_pool(pool);
+        cur->set_pool(pool);
         layout_given = true;
         break;
       }
       case 'S': {
         auto v = ParseStripeSize(optarg);
         if (!v.ok()) return Usage(v.status().message().c_str());
-        args.layout.set_stripe_size(*v);
+        cur->set_stripe_size(*v);
         layout_given = true;
         break;
       }
@@ -191,6 +224,16 @@ int LfsSetstripe(int argc, char** argv) {
   if (args.paths.empty()) return Usage("missing PATH");
   if (args.remove && layout_given) {
     return Usage("cannot combine -d with other options");
+  }
+  if (IsComposite(args.layout)) {
+    for (const proto::LayoutComponent& comp : args.layout.components()) {
+      const uint64_t size = comp.layout().stripe_size();
+      if (size != 0 && comp.end() != kLayoutEof && comp.end() % size != 0) {
+        return Usage(("component end " + std::to_string(comp.end()) +
+                      " is not a multiple of its stripe size " + std::to_string(size))
+                         .c_str());
+      }
+    }
   }
   ToolSession session;
   int rc = 0;

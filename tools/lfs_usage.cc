@@ -11,7 +11,12 @@ const char* LfsUsage(const char* command) {
     return "usage: lfs setstripe [--stripe-count|-c STRIPE_COUNT] [--stripe-size|-S SIZE]\n"
            "                     [--stripe-index|-i START_OST_IDX] [--pool|-p POOL] "
            "FILENAME|DIRECTORY...\n"
+           "       lfs setstripe --component-end|-E END1 [STRIPE_OPTIONS] [-E END2 "
+           "[STRIPE_OPTIONS] ...] FILENAME|DIRECTORY...\n"
            "       lfs setstripe -d DIRECTORY...\n"
+           "\tEND: where a component of a composite (PFL) layout ends, a size (multiple of "
+           "64 KiB)\n\t     or -1/EOF; each -E starts the next component where the last "
+           "ended\n"
            "\tSTRIPE_COUNT: number of OSTs to stripe over (-1 = all)\n"
            "\tSIZE: stripe size in bytes, a multiple of 64 KiB; k, M or G suffix\n"
            "\tSTART_OST_IDX: the OST of the first stripe (-1 = let the MDS choose)\n"
@@ -21,7 +26,8 @@ const char* LfsUsage(const char* command) {
   if (cmd == "getstripe") {
     return "usage: lfs getstripe [--stripe-count|-c] [--stripe-size|-S] [--stripe-index|-i]\n"
            "                     [--pool|-p] [--generation|-g] [--layout|-L] [--directory|-d]\n"
-           "                     [--quiet|-q] [--recursive|-r] FILENAME|DIRECTORY...\n";
+           "                     [--quiet|-q] [--recursive|-r] [--component-id|-I ID]\n"
+           "                     [--component-count] FILENAME|DIRECTORY...\n";
   }
   if (cmd == "df") {
     return "usage: lfs df [--human-readable|-h] [--inodes|-i] [PATH]\n"
@@ -31,7 +37,9 @@ const char* LfsUsage(const char* command) {
   if (cmd == "find") {
     return "usage: lfs find DIRECTORY [--type|-t f|d|l] [--name|-n GLOB]\n"
            "                [--stripe-count|-c [+-]N] [--stripe-size|-S [+-]SIZE]\n"
-           "                [--maxdepth|-D N]\n";
+           "                [--component-count [+-]N] [--maxdepth|-D N]\n"
+           "\tA composite file matches --stripe-count/--stripe-size when one of its\n"
+           "\tinstantiated components does; a plain file has 0 components.\n";
   }
   if (cmd == "help") return "usage: lfs help [COMMAND]\n";
   return "";

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "common/layout.h"
+#include "proto/layout_components.h"
 
 namespace stria::tools {
 namespace {
@@ -82,6 +83,17 @@ Result<int32_t> ParseStripeIndex(std::string_view text) {
     return Bad("stripe index", text, "must be -1 or an OST index");
   }
   return static_cast<int32_t>(*v);
+}
+
+Result<uint64_t> ParseComponentEnd(std::string_view text) {
+  if (text == "-1" || text == "EOF" || text == "eof") return kLayoutEof;
+  auto size = ParseSize(text);
+  if (!size.ok()) return Bad("component end", text, "not a size, -1 or EOF");
+  if (*size == 0) return Bad("component end", text, "must be greater than 0");
+  if (*size % kComponentAlign != 0) {
+    return Bad("component end", text, "must be a multiple of 64 KiB");
+  }
+  return *size;
 }
 
 }  // namespace stria::tools

@@ -6,6 +6,8 @@
 //                                   at most 4 GiB (common/layout.h)
 //   ParseStripeCount("-1")          -1 (all OSTs) or 1 .. kMaxStripeCount
 //   ParseStripeIndex("3")           -1 (the MDS chooses) or an OST index >= 0
+//   ParseComponentEnd("64M")        a PFL component end: a size that is a multiple of 64 KiB,
+//                                   or -1 / EOF / eof for the end of the file (kLayoutEof)
 //
 // Every failure is EINVAL with a message naming the bad text. Thread-safety: pure functions.
 #pragma once
@@ -29,5 +31,8 @@ Result<int32_t> ParseStripeCount(std::string_view text);
 
 // A starting OST index (see above).
 Result<int32_t> ParseStripeIndex(std::string_view text);
+
+// A component end (see above); 0 is refused.
+Result<uint64_t> ParseComponentEnd(std::string_view text);
 
 }  // namespace stria::tools

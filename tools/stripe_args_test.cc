@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "proto/layout_components.h"
+
 namespace stria::tools {
 namespace {
 
@@ -60,6 +62,18 @@ TEST(ParseStripeIndexTest, Range) {
   EXPECT_FALSE(ParseStripeIndex("-2").ok());
   EXPECT_FALSE(ParseStripeIndex("one").ok());
   EXPECT_FALSE(ParseStripeIndex("99999999999").ok());
+}
+
+TEST(ParseComponentEndTest, SizesAndEof) {
+  EXPECT_EQ(*ParseComponentEnd("4M"), 4u << 20);
+  EXPECT_EQ(*ParseComponentEnd("64k"), 64u << 10);
+  EXPECT_EQ(*ParseComponentEnd("-1"), kLayoutEof);
+  EXPECT_EQ(*ParseComponentEnd("EOF"), kLayoutEof);
+  EXPECT_EQ(*ParseComponentEnd("eof"), kLayoutEof);
+  EXPECT_FALSE(ParseComponentEnd("0").ok());
+  EXPECT_FALSE(ParseComponentEnd("100k").ok()) << "not a multiple of 64 KiB";
+  EXPECT_FALSE(ParseComponentEnd("-2").ok());
+  EXPECT_FALSE(ParseComponentEnd("").ok());
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // FileHandle and DirHandle: what fi->fh points at for an open file or directory.
 //
-// A FileHandle is created by open/create and destroyed by release. Its layout and MDS open
-// handle are fixed at open; the write bookkeeping is atomic, so reads and writes through one
+// A FileHandle is created by open/create and destroyed by release. Its MDS open handle is
+// fixed at open; the layout lives on the inode (a write that instantiates a PFL component
+// replaces it for every handle); the write bookkeeping is atomic, so reads and writes through one
 // handle run concurrently without a lock. Size reports (flush, fsync, release) are serialized
 // by report_mu.
 //
@@ -25,7 +26,6 @@ namespace stria::client::fuse {
 
 struct FileHandle {
   std::shared_ptr<Inode> inode;
-  proto::Layout layout;        // fixed at open
   uint64_t mds_handle = 0;     // from OP_MDS_OPEN; 0 when none was granted
   int flags = 0;               // open(2) flags
   bool writable = false;       // counted in inode->writers

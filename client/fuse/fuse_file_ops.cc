@@ -1,13 +1,16 @@
 // StriaFs: open files — open, create, read, write, flush, fsync, release (see fuse_ops.h).
 #include <fcntl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
 #include "client/fuse/fuse_ops.h"
 #include "client/fuse/fuse_util.h"
 #include "common/log.h"
+#include "common/layout.h"
 #include "common/relatime.h"
+#include "proto/layout_components.h"
 
 namespace stria::client::fuse {
 
@@ -38,7 +41,6 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   if (!inode) inode = std::make_shared<Inode>(ino);  // raced with forget; keep it private
   auto fh = std::make_unique<FileHandle>();
   fh->inode = inode;
-  fh->layout = layout;
   fh->mds_handle = mds_handle;
   fh->flags = flags;
   fh->writable = (flags & O_ACCMODE) != O_RDONLY;
@@ -50,7 +52,7 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   // stat(2) after close(2) sees it.
   const proto::Attr& a = rep.attr();
   fh->relatime_due = RelatimeDue(a.atime_ns(), a.mtime_ns(), a.ctime_ns(), NowNs());
-  if (layout.objects_size() > 0) inode->set_layout(layout);
+  inode->set_layout(layout);
 
   if ((flags & O_TRUNC) && fh->writable && !just_created) {
     proto::SetattrRequest sr;
@@ -105,25 +107,72 @@ Status StriaFs::DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint
   return st;
 }
 
+Result<std::shared_ptr<const proto::Layout>> StriaFs::WriteLayout(FileHandle* fh,
+                                                                  uint64_t offset,
+                                                                  uint64_t end) {
+  std::shared_ptr<const proto::Layout> layout = fh->inode->layout();
+  if (!layout) return Status(Code::kIO, "file has no stripe objects");
+  if (RangeInstantiated(*layout, offset, end)) return layout;
+  if (end > LayoutEnd(*layout)) {
+    return Status(Code::kFBig, "write past the end of the file's layout (" +
+                                   std::to_string(LayoutEnd(*layout)) + ")");
+  }
+  proto::LayoutIntentRequest lr;
+  *lr.mutable_cred() = fh->cred;
+  lr.set_ino(fh->inode->ino);
+  lr.set_start(offset);
+  lr.set_end(end);
+  lr.set_handle(fh->mds_handle);
+  proto::LayoutIntentReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LAYOUT_INTENT, lr, &rep));
+  layout = fh->inode->set_layout(rep.layout());
+  if (!layout || !RangeInstantiated(*layout, offset, end)) {
+    return Status(Code::kIO, "the MDS did not instantiate the layout for the write");
+  }
+  return layout;
+}
+
+Result<std::shared_ptr<const proto::Layout>> StriaFs::ReadLayout(FileHandle* fh,
+                                                                 uint64_t offset,
+                                                                 uint64_t end) {
+  std::shared_ptr<const proto::Layout> layout = fh->inode->layout();
+  if (layout && RangeInstantiated(*layout, offset, std::min(end, LayoutEnd(*layout)))) {
+    return layout;
+  }
+  proto::GetattrRequest gr;
+  *gr.mutable_cred() = fh->cred;
+  gr.set_ino(fh->inode->ino);
+  proto::AttrReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
+  return fh->inode->set_layout(rep.layout());
+}
+
 Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
   STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());  // read what this client wrote
   fh->atime_ns.store(NowNs());  // reported at close (relatime, mds/ops/open_close.cc)
   const uint64_t size = fh->inode->known_size.load();
-  if (offset >= size || fh->layout.objects_size() == 0) return size_t{0};
-  return client_->Read(fh->layout, size, offset, buf);
+  if (offset >= size) return size_t{0};
+  STRIA_ASSIGN_OR_RETURN(std::shared_ptr<const proto::Layout> layout,
+                         ReadLayout(fh, offset, std::min<uint64_t>(size, offset + buf.size())));
+  if (!layout) return size_t{0};
+  return client_->Read(*layout, size, offset, buf);
 }
 
 Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data) {
   if (data.empty()) return Status::Ok();
-  if (fh->layout.objects_size() == 0) return Status(Code::kIO, "file has no stripe objects");
+  if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
+    return Status(Code::kFBig, "write past the maximum file size");
+  }
+  STRIA_ASSIGN_OR_RETURN(std::shared_ptr<const proto::Layout> layout,
+                         WriteLayout(fh, offset, offset + data.size()));
   if (fh->sync_writes) {
-    STRIA_RETURN_IF_ERROR(client_->Write(fh->layout, offset, data, /*sync=*/true));
+    STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/true));
     fh->inode->NoteAcked(offset + data.size());
   } else if (offset == 0 && fh->inode->write_behind.Idle()) {
     // A file's first bytes (all of a small file's) go out from this thread: the application
     // waits for them at close anyway, and handing them to a pool thread costs two wakeups.
     // Its error, if any, comes back from this write(2).
-    STRIA_RETURN_IF_ERROR(client_->Write(fh->layout, offset, data, /*sync=*/false));
+    STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/false));
     fh->inode->NoteAcked(offset + data.size());
   } else {
     // The data is copied and written in the background; flush, fsync, close, reads and
@@ -131,9 +180,9 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
     Client* client = client_;
     STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Submit(
         &write_pool_, offset, data,
-        [client, layout = fh->layout, inode = fh->inode](uint64_t off,
-                                                         std::span<const uint8_t> bytes) {
-          Status st = client->Write(layout, off, bytes, /*sync=*/false);
+        [client, layout = std::move(layout), inode = fh->inode](uint64_t off,
+                                                                std::span<const uint8_t> bytes) {
+          Status st = client->Write(*layout, off, bytes, /*sync=*/false);
           if (st.ok()) {
             inode->NoteAcked(off + bytes.size());
           } else {
@@ -195,7 +244,7 @@ Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
 
 Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
   STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());
-  if (fh->layout.objects_size() > 0) STRIA_RETURN_IF_ERROR(client_->SyncObjects(fh->layout));
+  if (auto layout = fh->inode->layout()) STRIA_RETURN_IF_ERROR(client_->SyncObjects(*layout));
   // The size must be durable too: report what this client wrote (the MDS syncs its WAL).
   if (fh->writable && fh->inode->written_end.load() > 0) fh->dirty.store(true);
   return ReportSize(req, fh, /*close=*/false, /*sync=*/true);

@@ -13,6 +13,7 @@
 #include "client/lov_xattr.h"
 #include "common/layout.h"
 #include "common/log.h"
+#include "proto/layout_components.h"
 
 namespace stria::client::fuse {
 
@@ -93,7 +94,7 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
   uint64_t size = rep.attr().size();
   if (auto inode = inodes_.Get(ino)) {
     inode->ObserveMdsSize(size);
-    if (rep.layout().objects_size() > 0) inode->set_layout(rep.layout());
+    inode->set_layout(rep.layout());
     size = inode->ReportedSize(size);
   }
   *st = AttrToStat(rep.attr(), size);
@@ -107,23 +108,9 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
   return Status::Ok();
 }
 
-Result<proto::Layout> StriaFs::LayoutOf(fuse_req_t req, uint64_t ino) {
-  auto inode = inodes_.Get(ino);
-  if (inode) {
-    if (auto layout = inode->layout()) return *layout;
-  }
-  proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req, groups_);
-  gr.set_ino(ino);
-  proto::AttrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
-  if (inode && rep.layout().objects_size() > 0) inode->set_layout(rep.layout());
-  return rep.layout();
-}
-
 Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout,
                          uint64_t size, proto::SetattrRequest* sr, proto::AttrReply* rep) {
-  if (layout.objects_size() > 0) {
+  if (HasObjects(layout)) {
     if (auto inode = inodes_.Get(ino)) STRIA_RETURN_IF_ERROR(inode->DrainWrites());
     STRIA_RETURN_IF_ERROR(client_->TruncateObjects(layout, size));
   }
@@ -179,7 +166,7 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
     const auto size = static_cast<uint64_t>(attr.st_size);
     proto::Layout layout;
     if (fh != nullptr) {
-      layout = fh->layout;
+      if (auto held = fh->inode->layout()) layout = *held;
       sr.set_handle(fh->mds_handle);  // ftruncate: write access was checked at open
     } else {
       // truncate(2) by path: let the MDS check write permission before the objects change.

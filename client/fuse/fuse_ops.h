@@ -125,12 +125,19 @@ class StriaFs {
   // the FileHandle and applies O_TRUNC.
   Status OpenHandle(fuse_req_t req, uint64_t ino, int flags, const proto::EntryReply* created,
                     fuse_file_info* fi);
-  // The layout of a regular file: cached on the inode, else from the MDS.
-  Result<proto::Layout> LayoutOf(fuse_req_t req, uint64_t ino);
   // Sends this client's size for fh's file to the MDS (OP_MDS_CLOSE); close=true also
   // closes the MDS open handle; sync=true (fsync, O_SYNC) makes the MDS sync it before the
   // reply, else it is durable with the MDS's next sync (as the data with the OSTs').
   Status ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync);
+  // The layout to write [offset, end) of fh's file with: the one held, or, when the range
+  // reaches components without objects (PFL), the one the MDS returns after instantiating
+  // them (OP_MDS_LAYOUT_INTENT through fh's MDS handle).
+  Result<std::shared_ptr<const proto::Layout>> WriteLayout(FileHandle* fh, uint64_t offset,
+                                                           uint64_t end);
+  // The layout to read [offset, end) with: when the range reaches components without
+  // objects, another client may have instantiated them since, so the MDS is asked again.
+  Result<std::shared_ptr<const proto::Layout>> ReadLayout(FileHandle* fh, uint64_t offset,
+                                                          uint64_t end);
   // Truncates the objects of `layout` and sets the MDS size (plus any other SETATTR bits).
   Status Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout, uint64_t size,
                   proto::SetattrRequest* sr, proto::AttrReply* rep);

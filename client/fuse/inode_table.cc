@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "proto/layout_components.h"
+
 namespace stria::client::fuse {
 
 namespace {
@@ -49,14 +51,17 @@ uint64_t Inode::ReportedSize(uint64_t mds_size) const {
   return mds_size;
 }
 
-std::optional<proto::Layout> Inode::layout() const {
+std::shared_ptr<const proto::Layout> Inode::layout() const {
   std::lock_guard lock(mu_);
   return layout_;
 }
 
-void Inode::set_layout(const proto::Layout& layout) {
+std::shared_ptr<const proto::Layout> Inode::set_layout(const proto::Layout& layout) {
   std::lock_guard lock(mu_);
-  layout_ = layout;
+  if (HasObjects(layout) && (!layout_ || layout_->generation() <= layout.generation())) {
+    layout_ = std::make_shared<const proto::Layout>(layout);
+  }
+  return layout_;
 }
 
 InodeTable::InodeTable() {
@@ -85,7 +90,7 @@ std::shared_ptr<Inode> InodeTable::Ref(const proto::Attr& attr, const proto::Lay
     inode = e.inode;
   }
   inode->ObserveMdsSize(attr.size());
-  if (layout != nullptr && layout->objects_size() > 0) inode->set_layout(*layout);
+  if (layout != nullptr) inode->set_layout(*layout);
   return inode;
 }
 

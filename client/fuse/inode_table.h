@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <unordered_map>
 
 #include "client/fuse/write_behind.h"
@@ -73,13 +72,17 @@ struct Inode {
   // The size getattr should report for an MDS size.
   uint64_t ReportedSize(uint64_t mds_size) const;
 
-  // The file's layout, once an MDS reply carried one.
-  std::optional<proto::Layout> layout() const;
-  void set_layout(const proto::Layout& layout);
+  // The file's layout, once an MDS reply carried one with objects (null before). Callers
+  // keep the snapshot they got: an instantiated component (PFL) replaces the layout, never
+  // changes it in place.
+  std::shared_ptr<const proto::Layout> layout() const;
+  // Takes `layout` (if it has objects) unless the one held has a higher generation, so an
+  // older reply never undoes an instantiation; returns the layout held afterwards.
+  std::shared_ptr<const proto::Layout> set_layout(const proto::Layout& layout);
 
  private:
   mutable std::mutex mu_;
-  std::optional<proto::Layout> layout_;  // guarded by mu_
+  std::shared_ptr<const proto::Layout> layout_;  // guarded by mu_
 };
 
 class InodeTable {

@@ -44,8 +44,32 @@ TEST(InodeTable, LayoutCached) {
   l.set_stripe_size(1 << 20);
   l.add_objects()->set_object_id(9);
   auto inode = t.Ref(FileAttr(8, 0), &l);
-  ASSERT_TRUE(inode->layout().has_value());
+  ASSERT_NE(inode->layout(), nullptr);
   EXPECT_EQ(inode->layout()->objects(0).object_id(), 9u);
+}
+
+TEST(InodeTable, OlderLayoutNeverReplacesANewerOne) {
+  InodeTable t;
+  proto::Layout gen2;
+  gen2.set_generation(2);
+  gen2.add_components()->mutable_layout()->add_objects()->set_object_id(1);
+  gen2.add_components()->mutable_layout()->add_objects()->set_object_id(2);
+  auto inode = t.Ref(FileAttr(8, 0), &gen2);
+  std::shared_ptr<const proto::Layout> held = inode->layout();
+  ASSERT_NE(held, nullptr);
+  // A reply sent before the instantiation arrives late: ignored.
+  proto::Layout gen1 = gen2;
+  gen1.set_generation(1);
+  gen1.mutable_components(1)->mutable_layout()->clear_objects();
+  EXPECT_EQ(inode->set_layout(gen1)->generation(), 2u);
+  EXPECT_EQ(inode->layout()->components(1).layout().objects_size(), 1);
+  // A layout without objects (a template) is never held.
+  EXPECT_EQ(inode->set_layout(proto::Layout())->generation(), 2u);
+  // A newer one is; the snapshot taken before stays as it was.
+  proto::Layout gen3 = gen2;
+  gen3.set_generation(3);
+  EXPECT_EQ(inode->set_layout(gen3)->generation(), 3u);
+  EXPECT_EQ(held->generation(), 2u);
 }
 
 TEST(Inode, SizeWhileWriting) {

@@ -6,6 +6,7 @@
 
 #include "common/layout.h"
 #include "mds/schema.h"
+#include "proto/layout_components.h"
 
 namespace stria::mds {
 
@@ -34,7 +35,9 @@ proto::Layout BuiltinDefaultLayout() {
   return l;
 }
 
-Status CheckLayoutRequest(const proto::Layout& l) {
+namespace {
+
+Status CheckPlainRequest(const proto::Layout& l) {
   if (l.pattern() != proto::PATTERN_NONE && l.pattern() != proto::PATTERN_RAID0) {
     return Status(Code::kInval, "unsupported layout pattern " + std::to_string(l.pattern()));
   }
@@ -53,22 +56,120 @@ Status CheckLayoutRequest(const proto::Layout& l) {
   return Status::Ok();
 }
 
+}  // namespace
+
+Status CheckLayoutRequest(const proto::Layout& l) {
+  if (!IsComposite(l)) return CheckPlainRequest(l);
+  STRIA_RETURN_IF_ERROR(CheckComponentExtents(l));
+  for (const proto::LayoutComponent& c : l.components()) {
+    if (c.flags() != 0) {
+      return Status(Code::kInval, "a requested component must not carry flags (" +
+                                      std::to_string(c.flags()) + ")");
+    }
+    STRIA_RETURN_IF_ERROR(CheckPlainRequest(c.layout()));
+    const uint64_t size = c.layout().stripe_size();
+    if (size != 0 && c.end() != kLayoutEof && c.end() % size != 0) {
+      return Status(Code::kInval, "component end " + std::to_string(c.end()) +
+                                      " is not a multiple of its stripe size " +
+                                      std::to_string(size));
+    }
+  }
+  return Status::Ok();
+}
+
 namespace {
 
-// Overlays the fields `over` sets onto `base`.
-void Overlay(proto::Layout* base, const proto::Layout& over) {
+// Overlays the fields `over` sets onto the plain layout `base`.
+void OverlayPlain(proto::Layout* base, const proto::Layout& over) {
   if (over.stripe_size() != 0) base->set_stripe_size(over.stripe_size());
   if (over.stripe_count() != 0) base->set_stripe_count(over.stripe_count());
   base->set_stripe_offset(over.stripe_offset());
   if (!over.pool().empty()) base->set_pool(over.pool());
 }
 
+// `over` applied to `base` (both templates): a composite `over` replaces the layout, each of
+// its components inheriting the fields it leaves unset from the plain part of `base` (the
+// built-in default when `base` is composite itself); a plain `over` replaces it too,
+// inheriting from that same plain part.
+proto::Layout Overlay(const proto::Layout& base, const proto::Layout& over) {
+  proto::Layout plain = IsComposite(base) ? BuiltinDefaultLayout() : base;
+  if (!IsComposite(over)) {
+    OverlayPlain(&plain, over);
+    return plain;
+  }
+  proto::Layout out;
+  for (const proto::LayoutComponent& c : over.components()) {
+    proto::LayoutComponent* oc = out.add_components();
+    oc->set_start(c.start());
+    oc->set_end(c.end());
+    *oc->mutable_layout() = plain;
+    OverlayPlain(oc->mutable_layout(), c.layout());
+  }
+  return out;
+}
+
+// Allocates the objects of the resolved plain layout `l` (size, count, offset and pool set;
+// no objects yet): stripe_count and stripe_offset become what was allocated.
+Status AllocateObjects(Txn& txn, proto::Layout* l) {
+  l->set_pattern(proto::PATTERN_RAID0);
+  l->clear_objects();
+  auto& osts = txn.osts();
+  // OSTs that heartbeated recently; when none has (e.g. just after an MDS restart), every
+  // active one. An explicit stripe_offset may name any active OST.
+  std::vector<uint32_t> active, fresh;
+  for (const auto& [idx, st] : osts) {
+    if (!st.info.active()) continue;
+    active.push_back(idx);
+    if (txn.now() - static_cast<int64_t>(st.info.last_seen_ns()) < kOstStaleNs) fresh.push_back(idx);
+  }
+  if (active.empty()) return Status(Code::kNoSpc, "no OSTs registered");
+  if (l->stripe_offset() < 0) {
+    // The MDS chooses: OSTs alive and with room first.
+    if (!fresh.empty()) active = std::move(fresh);
+    active = OstsWithRoom(osts, active);
+  }
+  const uint32_t n = static_cast<uint32_t>(active.size());
+  uint32_t count = l->stripe_count() < 0 ? n : static_cast<uint32_t>(l->stripe_count());
+  if (count == 0) count = 1;
+  if (count > n) count = n;
+  STRIA_RETURN_IF_ERROR(ValidateStripe(l->stripe_size(), count));
+
+  uint32_t start = 0;
+  if (l->stripe_offset() >= 0) {
+    bool found = false;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (active[i] == static_cast<uint32_t>(l->stripe_offset())) {
+        start = i;
+        found = true;
+      }
+    }
+    if (!found) {
+      return Status(Code::kInval, "stripe offset: OST index " +
+                                      std::to_string(l->stripe_offset()) + " is unknown or inactive");
+    }
+  } else {
+    start = static_cast<uint32_t>(txn.rr_cursor() % n);
+    txn.rr_cursor()++;
+  }
+  l->set_stripe_count(static_cast<int32_t>(count));
+  l->set_stripe_offset(static_cast<int32_t>(active[start]));
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint32_t idx = active[(start + i) % n];
+    OstState& st = osts.at(idx);
+    proto::StripeObject* o = l->add_objects();
+    o->set_ost_idx(idx);
+    o->set_object_id(st.next_object_id++);
+    o->set_group(0);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 proto::Layout MergeDefaults(const InodeRecord& root, const InodeRecord* dir) {
   proto::Layout l = BuiltinDefaultLayout();
-  if (root.has_default_layout) Overlay(&l, root.default_layout);
-  if (dir && dir->has_default_layout) Overlay(&l, dir->default_layout);
+  if (root.has_default_layout) l = Overlay(l, root.default_layout);
+  if (dir && dir->has_default_layout) l = Overlay(l, dir->default_layout);
   return l;
 }
 
@@ -81,61 +182,46 @@ Result<proto::Layout> EffectiveDefault(Txn& txn, uint64_t parent) {
   return MergeDefaults(*root, dir);
 }
 
+Result<bool> InstantiateRange(Txn& txn, proto::Layout* l, uint64_t start, uint64_t end) {
+  if (!IsComposite(*l)) return false;
+  if (end > LayoutEnd(*l)) {
+    return Status(Code::kFBig, "the layout ends at " + std::to_string(LayoutEnd(*l)) +
+                                   ": nothing can be written past it");
+  }
+  bool changed = false;
+  for (proto::LayoutComponent& c : *l->mutable_components()) {
+    if (c.end() <= start || end <= c.start() || (c.flags() & kLcmeFlInit)) continue;
+    STRIA_RETURN_IF_ERROR(AllocateObjects(txn, c.mutable_layout()));
+    c.set_flags(c.flags() | kLcmeFlInit);
+    changed = true;
+  }
+  if (changed) l->set_generation(l->generation() + 1);
+  return changed;
+}
+
 Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Layout* requested) {
   if (requested) STRIA_RETURN_IF_ERROR(CheckLayoutRequest(*requested));
   STRIA_ASSIGN_OR_RETURN(proto::Layout l, EffectiveDefault(txn, parent));
-  if (requested) Overlay(&l, *requested);
-  l.set_pattern(proto::PATTERN_RAID0);
-  l.clear_objects();
-
-  auto& osts = txn.osts();
-  // OSTs that heartbeated recently; when none has (e.g. just after an MDS restart), every
-  // active one. An explicit stripe_offset may name any active OST.
-  std::vector<uint32_t> active, fresh;
-  for (const auto& [idx, st] : osts) {
-    if (!st.info.active()) continue;
-    active.push_back(idx);
-    if (txn.now() - static_cast<int64_t>(st.info.last_seen_ns()) < kOstStaleNs) fresh.push_back(idx);
+  if (requested) l = Overlay(l, *requested);
+  if (!IsComposite(l)) {
+    STRIA_RETURN_IF_ERROR(AllocateObjects(txn, &l));
+    return l;
   }
-  if (active.empty()) return Status(Code::kNoSpc, "no OSTs registered");
-  if (l.stripe_offset() < 0) {
-    // The MDS chooses: OSTs alive and with room first.
-    if (!fresh.empty()) active = std::move(fresh);
-    active = OstsWithRoom(osts, active);
-  }
-  const uint32_t n = static_cast<uint32_t>(active.size());
-  uint32_t count = l.stripe_count() < 0 ? n : static_cast<uint32_t>(l.stripe_count());
-  if (count == 0) count = 1;
-  if (count > n) count = n;
-  STRIA_RETURN_IF_ERROR(ValidateStripe(l.stripe_size(), count));
-
-  uint32_t start = 0;
-  if (l.stripe_offset() >= 0) {
-    bool found = false;
-    for (uint32_t i = 0; i < n; ++i) {
-      if (active[i] == static_cast<uint32_t>(l.stripe_offset())) {
-        start = i;
-        found = true;
-      }
+  uint32_t id = 0;
+  for (proto::LayoutComponent& c : *l.mutable_components()) {
+    c.set_id(++id);
+    c.set_flags(0);
+    c.mutable_layout()->set_pattern(proto::PATTERN_RAID0);
+    const uint64_t size = c.layout().stripe_size();
+    if (c.end() != kLayoutEof && c.end() % size != 0) {
+      return Status(Code::kInval, "component " + std::to_string(id) + " end " +
+                                      std::to_string(c.end()) +
+                                      " is not a multiple of its stripe size " +
+                                      std::to_string(size));
     }
-    if (!found) {
-      return Status(Code::kInval, "stripe offset: OST index " +
-                                      std::to_string(l.stripe_offset()) + " is unknown or inactive");
-    }
-  } else {
-    start = static_cast<uint32_t>(txn.rr_cursor() % n);
-    txn.rr_cursor()++;
   }
-  l.set_stripe_count(static_cast<int32_t>(count));
-  l.set_stripe_offset(static_cast<int32_t>(active[start]));
-  for (uint32_t i = 0; i < count; ++i) {
-    const uint32_t idx = active[(start + i) % n];
-    OstState& st = osts.at(idx);
-    proto::StripeObject* o = l.add_objects();
-    o->set_ost_idx(idx);
-    o->set_object_id(st.next_object_id++);
-    o->set_group(0);
-  }
+  // The component that holds the file's first byte gets its objects now, as Lustre does.
+  STRIA_RETURN_IF_ERROR(InstantiateRange(txn, &l, 0, 1).status());
   return l;
 }
 

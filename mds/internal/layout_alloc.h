@@ -45,14 +45,25 @@ proto::Layout BuiltinDefaultLayout();
 
 // kInval when a layout given by a user (a create's or a directory default) is malformed.
 // Zero size/count are allowed (inherit). Active OST membership is checked at allocation.
+// A composite layout's components must tile the file (proto/layout_components.h), carry
+// no flags, and each be a valid plain request.
 Status CheckLayoutRequest(const proto::Layout& layout);
 
 // The default layout a new file in `parent` inherits (parent, root, built-in), objects empty.
+// A composite default replaces a plain one whole; its components inherit the fields they
+// leave unset (stripe size, count, pool) from the plain default beneath.
 Result<proto::Layout> EffectiveDefault(Txn& txn, uint64_t parent);
 // The same from records read outside a Txn: `dir` is null for the root itself.
 proto::Layout MergeDefaults(const InodeRecord& root, const InodeRecord* dir);
 
-// Resolves `requested` (may be null) against the defaults and allocates the objects.
+// Resolves `requested` (may be null) against the defaults and allocates the objects: all of
+// them for a plain layout; for a composite one those of the component holding offset 0
+// (the others wait for OP_MDS_LAYOUT_INTENT), components numbered 1.. in order.
 Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Layout* requested);
+
+// Allocates the objects of every component of `l` that [start, end) reaches and that has
+// none yet, marks them LCME_FL_INIT and bumps the generation: true when something changed.
+// A plain layout is always complete (false). EFBIG when `end` is past the last component.
+Result<bool> InstantiateRange(Txn& txn, proto::Layout* l, uint64_t start, uint64_t end);
 
 }  // namespace stria::mds

@@ -1,15 +1,22 @@
+// OP_MDS_LAYOUT_INTENT: instantiates the components a write is about to reach (see the
+// message in proto/stria.proto). ENOENT for no such inode, EINVAL for a non-file or an empty
+// range, EACCES without write access (unless through a handle opened for writing), EFBIG past
+// the last component. Idempotent: a range already instantiated changes nothing.
+//
 // OP_MDS_SET_DEFAULT_LAYOUT / GET_DEFAULT_LAYOUT: a directory's default layout (lfs
 // setstripe on a directory; `remove` is lfs setstripe -d). The root's default is the
 // filesystem default. Set: ENOTDIR on non-directories, EPERM unless owner or root, EINVAL for
 // a malformed layout or a stripe_offset naming no known OST. Get: is_set says whether the
 // directory has its own; layout is always the effective default new files would inherit.
 #include <mutex>
+#include <vector>
 
 #include "mds/internal/layout_alloc.h"
 #include "mds/internal/perm.h"
 #include "mds/ops/ops.h"
 #include "mds/schema.h"
 #include "mds/txn.h"
+#include "proto/layout_components.h"
 
 namespace stria::mds {
 
@@ -26,19 +33,61 @@ Status SetDefaultLayout(Namespace& ns, const proto::SetDefaultLayoutRequest& req
     dir->has_default_layout = false;
     dir->default_layout.Clear();
   } else {
-    const int32_t off = req.layout().stripe_offset();
-    if (off >= 0 && txn.osts().count(static_cast<uint32_t>(off)) == 0) {
-      return Status(Code::kInval, "stripe offset: OST index " + std::to_string(off) + " is unknown");
-    }
     proto::Layout l = req.layout();
-    l.set_pattern(proto::PATTERN_RAID0);
     l.set_generation(0);
+    std::vector<proto::Layout*> plains;
+    if (IsComposite(l)) {
+      for (proto::LayoutComponent& c : *l.mutable_components()) {
+        c.set_id(0);  // a template's components get their ids in each file
+        plains.push_back(c.mutable_layout());
+      }
+    } else {
+      plains.push_back(&l);
+    }
+    for (proto::Layout* p : plains) {
+      const int32_t off = p->stripe_offset();
+      if (off >= 0 && txn.osts().count(static_cast<uint32_t>(off)) == 0) {
+        return Status(Code::kInval, "stripe offset: OST index " + std::to_string(off) + " is unknown");
+      }
+      p->set_pattern(proto::PATTERN_RAID0);
+    }
     dir->has_default_layout = true;
     dir->default_layout = std::move(l);
   }
   dir->attr.set_ctime_ns(txn.now());
   txn.Dirty(req.ino());
   return txn.Commit();
+}
+
+Status LayoutIntent(Namespace& ns, const proto::LayoutIntentRequest& req,
+                    proto::LayoutIntentReply* rep) {
+  if (req.end() <= req.start()) {
+    return Status(Code::kInval, "layout intent for an empty range [" + std::to_string(req.start()) +
+                                    ", " + std::to_string(req.end()) + ")");
+  }
+  std::lock_guard lock(ns.mutex());
+  Txn txn(&ns);
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
+  if (!rec->is_reg()) {
+    return Status(Code::kInval, "inode " + std::to_string(req.ino()) + " is not a regular file");
+  }
+  if (!RangeInstantiated(rec->layout, req.start(), req.end())) {
+    bool through_open_handle = false;
+    if (req.handle() != 0) {
+      // Lock order: the namespace mutex, then the open mutex.
+      std::lock_guard open_lock(ns.open_mutex());
+      through_open_handle = ns.HandleOpenLocked(req.handle(), req.ino());
+    }
+    if (!through_open_handle) STRIA_RETURN_IF_ERROR(CheckAccess(rec->attr, req.cred(), kMayWrite));
+    STRIA_ASSIGN_OR_RETURN(bool changed,
+                           InstantiateRange(txn, &rec->layout, req.start(), req.end()));
+    if (changed) {
+      txn.Dirty(req.ino());
+      STRIA_RETURN_IF_ERROR(txn.Commit());
+    }
+  }
+  *rep->mutable_layout() = rec->layout;
+  return Status::Ok();
 }
 
 Status GetDefaultLayout(Namespace& ns, const proto::GetDefaultLayoutRequest& req,

@@ -36,6 +36,8 @@ Status SetDefaultLayout(Namespace& ns, const proto::SetDefaultLayoutRequest& req
                         proto::SetDefaultLayoutReply* rep);
 Status GetDefaultLayout(Namespace& ns, const proto::GetDefaultLayoutRequest& req,
                         proto::GetDefaultLayoutReply* rep);
+Status LayoutIntent(Namespace& ns, const proto::LayoutIntentRequest& req,
+                    proto::LayoutIntentReply* rep);
 
 // ---- MGS ----
 Status RegisterOst(Namespace& ns, const proto::RegisterOstRequest& req,

@@ -1,0 +1,83 @@
+#include "proto/layout_components.h"
+
+#include <string>
+
+namespace stria {
+
+std::vector<LayoutExtent> LayoutExtents(const proto::Layout& l) {
+  std::vector<LayoutExtent> out;
+  if (!IsComposite(l)) {
+    out.push_back({0, kLayoutEof, &l, 0, l.objects_size() > 0});
+    return out;
+  }
+  out.reserve(static_cast<size_t>(l.components_size()));
+  for (const proto::LayoutComponent& c : l.components()) {
+    out.push_back({c.start(), c.end(), &c.layout(), c.id(),
+                   (c.flags() & kLcmeFlInit) != 0 && c.layout().objects_size() > 0});
+  }
+  return out;
+}
+
+bool HasObjects(const proto::Layout& l) {
+  if (!IsComposite(l)) return l.objects_size() > 0;
+  for (const proto::LayoutComponent& c : l.components()) {
+    if (c.layout().objects_size() > 0) return true;
+  }
+  return false;
+}
+
+bool RangeInstantiated(const proto::Layout& l, uint64_t start, uint64_t end) {
+  if (end <= start) return true;
+  for (const LayoutExtent& e : LayoutExtents(l)) {
+    if (e.start < end && start < e.end && !e.init) return false;
+  }
+  return end <= LayoutEnd(l);
+}
+
+uint64_t LayoutEnd(const proto::Layout& l) {
+  if (!IsComposite(l)) return kLayoutEof;
+  return l.components(l.components_size() - 1).end();
+}
+
+std::vector<const proto::StripeObject*> AllObjects(const proto::Layout& l) {
+  std::vector<const proto::StripeObject*> out;
+  for (const LayoutExtent& e : LayoutExtents(l)) {
+    for (const proto::StripeObject& o : e.plain->objects()) out.push_back(&o);
+  }
+  return out;
+}
+
+Status CheckComponentExtents(const proto::Layout& l) {
+  if (l.components_size() > kMaxLayoutComponents) {
+    return Status(Code::kInval, "a layout has at most " + std::to_string(kMaxLayoutComponents) +
+                                    " components, not " + std::to_string(l.components_size()));
+  }
+  uint64_t expect = 0;
+  for (int i = 0; i < l.components_size(); ++i) {
+    const proto::LayoutComponent& c = l.components(i);
+    const std::string which = "component " + std::to_string(i + 1);
+    if (c.start() != expect) {
+      return Status(Code::kInval, which + " starts at " + std::to_string(c.start()) +
+                                      ", not where the previous one ends (" +
+                                      std::to_string(expect) + ")");
+    }
+    if (c.end() <= c.start()) {
+      return Status(Code::kInval, which + " ends at " + std::to_string(c.end()) +
+                                      ", not after its start " + std::to_string(c.start()));
+    }
+    if (c.end() != kLayoutEof && c.end() % kComponentAlign != 0) {
+      return Status(Code::kInval, which + " end " + std::to_string(c.end()) +
+                                      " is not a multiple of 64 KiB");
+    }
+    if (c.layout().components_size() > 0) {
+      return Status(Code::kInval, which + " is itself composite");
+    }
+    if (c.end() == kLayoutEof && i + 1 != l.components_size()) {
+      return Status(Code::kInval, which + " ends at EOF but is not the last");
+    }
+    expect = c.end();
+  }
+  return Status::Ok();
+}
+
+}  // namespace stria

@@ -1,0 +1,57 @@
+// Composite layouts (Lustre's PFL) over proto::Layout: which plain layout stores which bytes.
+//
+// A plain layout stores the whole file, [0, EOF). A composite layout is a list of components
+// that tile the file from 0 without gaps or overlaps, in order; each stores its extent
+// [start, end) with its own plain RAID-0 layout, addressed by the absolute file offset (as
+// Lustre does: a component's objects hold its bytes where common/layout.h's arithmetic over
+// the whole file puts them). A component has objects once it is instantiated (LCME_FL_INIT);
+// bytes of an uninstantiated component are holes. The last component may end before EOF:
+// nothing can be written past its end (EFBIG).
+// Thread-safety: pure functions over values.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/stria.pb.h"
+
+namespace stria {
+
+inline constexpr uint64_t kLayoutEof = UINT64_MAX;      // LUSTRE_EOF
+inline constexpr uint32_t kLcmeFlInit = 0x10;           // LCME_FL_INIT
+inline constexpr int kMaxLayoutComponents = 64;
+inline constexpr uint64_t kComponentAlign = 64ull << 10;  // an e_end is a multiple of this
+
+inline bool IsComposite(const proto::Layout& l) { return l.components_size() > 0; }
+
+// One plain layout and the file bytes it stores.
+struct LayoutExtent {
+  uint64_t start = 0;
+  uint64_t end = kLayoutEof;
+  const proto::Layout* plain = nullptr;  // points into the layout given
+  uint32_t id = 0;                       // the component id (0 for a plain layout)
+  bool init = false;                     // has its objects
+};
+
+// The extents of `l` in file order: one for a plain layout, one per component otherwise.
+std::vector<LayoutExtent> LayoutExtents(const proto::Layout& l);
+
+// Some stripe object exists (a plain layout with objects, or an instantiated component).
+bool HasObjects(const proto::Layout& l);
+
+// Every extent that [start, end) reaches has its objects.
+bool RangeInstantiated(const proto::Layout& l, uint64_t start, uint64_t end);
+
+// The end of the last extent: writes may not reach past it.
+uint64_t LayoutEnd(const proto::Layout& l);
+
+// Every stripe object, of all instantiated components, in layout order.
+std::vector<const proto::StripeObject*> AllObjects(const proto::Layout& l);
+
+// EINVAL with a reason unless the components tile [0, end) in order: the first starts at 0,
+// each starts where the previous ended, ends grow, every end but EOF is a multiple of
+// kComponentAlign, at most kMaxLayoutComponents, and no component nests another.
+Status CheckComponentExtents(const proto::Layout& l);
+
+}  // namespace stria
