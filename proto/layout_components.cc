@@ -28,6 +28,7 @@ bool HasObjects(const proto::Layout& l) {
 
 bool RangeInstantiated(const proto::Layout& l, uint64_t start, uint64_t end) {
   if (end <= start) return true;
+  if (!IsComposite(l)) return l.objects_size() > 0;  // the write path's common case
   for (const LayoutExtent& e : LayoutExtents(l)) {
     if (e.start < end && start < e.end && !e.init) return false;
   }
