@@ -155,6 +155,7 @@ void MdsService::Register(lnet::RpcServer* server) {
   Add(server, OP_MDS_GET_DEFAULT_LAYOUT, &GetDefaultLayout);
   Add(server, OP_MDS_SYNC, &Sync);
   Add(server, OP_MDS_LAYOUT_INTENT, &LayoutIntent);
+  Add(server, OP_MDS_FID2PATH, &Fid2Path);
 }
 
 }  // namespace stria::mds

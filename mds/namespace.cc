@@ -34,6 +34,11 @@ std::string InodeRecord::Encode() const {
   if (has_default_layout) default_layout.SerializeToString(r.mutable_default_layout());
   r.set_symlink_target(symlink_target);
   r.set_parent(parent);
+  for (const auto& [dir, name] : links) {
+    rec::Link* l = r.add_links();
+    l->set_parent(dir);
+    l->set_name(name);
+  }
   return r.SerializeAsString();
 }
 
@@ -48,7 +53,22 @@ Result<InodeRecord> InodeRecord::Decode(std::string_view bytes) {
   out.has_default_layout = r.has_default_layout();
   out.symlink_target = r.symlink_target();
   out.parent = r.parent();
+  out.links.reserve(static_cast<size_t>(r.links_size()));
+  for (const rec::Link& l : r.links()) out.links.emplace_back(l.parent(), l.name());
   return out;
+}
+
+void InodeRecord::AddLink(uint64_t dir, std::string_view name) {
+  if (links.size() < kMaxLinkRecords) links.emplace_back(dir, std::string(name));
+}
+
+void InodeRecord::RemoveLink(uint64_t dir, std::string_view name) {
+  for (auto it = links.begin(); it != links.end(); ++it) {
+    if (it->first == dir && it->second == name) {
+      links.erase(it);
+      return;
+    }
+  }
 }
 
 int64_t Namespace::NowNs() {

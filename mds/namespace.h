@@ -32,6 +32,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -48,13 +49,22 @@ struct InodeRecord {
   proto::Layout default_layout;
   std::string symlink_target;
   uint64_t parent = 0;                // directories: the parent directory's inode
+  // The entries that name this inode (parent, name), as Lustre's linkEA: kept by create,
+  // link, unlink and rename, at most kMaxLinkRecords (a file with more hard links lists
+  // the first ones). The root has none. Read by fid2path.
+  std::vector<std::pair<uint64_t, std::string>> links;
 
   bool is_dir() const;
   bool is_reg() const;
   bool is_lnk() const;
   std::string Encode() const;
   static Result<InodeRecord> Decode(std::string_view bytes);
+
+  void AddLink(uint64_t dir, std::string_view name);
+  void RemoveLink(uint64_t dir, std::string_view name);
 };
+
+inline constexpr size_t kMaxLinkRecords = 64;
 
 // Inode numbers and object ids are handed out from ranges reserved on disk: the stored
 // counter is the end of the current range, written (and synced) once per kIdReserve ids,

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "common/fid.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/shared_cluster_env.h"
@@ -382,6 +383,55 @@ TEST_F(LfsTest, CompositeBoundariesTruncateAndDirectIoMatchALocalCopy) {
   EXPECT_EQ(std::memcmp(buf, bytes.data(), bytes.size()), 0);
   free(buf);
   close(fd);
+}
+
+TEST_F(LfsTest, Path2fidAndFid2pathFindEveryName) {
+  ASSERT_EQ(mkdir(P("fids").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("fids/sub").c_str(), 0755), 0);
+  ASSERT_EQ(WriteFile(P("fids/sub/f"), Pattern(100, 5)), 0);
+  ASSERT_EQ(link(P("fids/sub/f").c_str(), P("fids/h").c_str()), 0) << strerror(errno);
+  struct stat st {}, dir_st {}, sub_st {};
+  ASSERT_EQ(stat(P("fids/sub/f").c_str(), &st), 0);
+  ASSERT_EQ(stat(P("fids").c_str(), &dir_st), 0);
+  ASSERT_EQ(stat(P("fids/sub").c_str(), &sub_st), 0);
+  const std::string fid = FormatFid(FidOfIno(st.st_ino));
+  EXPECT_TRUE(std::regex_match(fid, std::regex("\\[0x2000004[0-9a-f]{2}:0x[0-9a-f]+:0x0\\]")))
+      << fid;
+
+  CommandResult r = Lfs({"path2fid", P("fids/sub/f")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(r.out, fid + "\n");
+  r = Lfs({"path2fid", P("fids/sub/f"), P("fids/h")});
+  EXPECT_EQ(r.out, P("fids/sub/f") + ": " + fid + "\n" + P("fids/h") + ": " + fid + "\n");
+  r = Lfs({"path2fid", "--parents", P("fids/h")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(r.out, FormatFid(FidOfIno(sub_st.st_ino)) + "/f\t" +
+                       FormatFid(FidOfIno(dir_st.st_ino)) + "/h\n");
+
+  // Every name, under the mount point or relative to the filesystem's root.
+  r = Lfs({"fid2path", mnt_, fid});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(r.out, P("fids/sub/f") + "\n" + P("fids/h") + "\n");
+  r = Lfs({"fid2path", "lfsfs", fid});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(r.out, "fids/sub/f\nfids/h\n");
+  r = Lfs({"fid2path", "-f", "-c", "--link", "1", mnt_, fid});
+  EXPECT_EQ(r.out, fid + " 1 " + P("fids/h") + "\n") << Show(r);
+  r = Lfs({"fid2path", "lfsfs", "[0x200000007:0x1:0x0]"});
+  EXPECT_EQ(r.out, "/\n") << Show(r);
+
+  // Renames are followed; bad and unknown FIDs fail with Lustre's errors.
+  ASSERT_EQ(rename(P("fids/sub").c_str(), P("fids/moved").c_str()), 0);
+  r = Lfs({"fid2path", mnt_, fid});
+  EXPECT_EQ(r.out, P("fids/moved/f") + "\n" + P("fids/h") + "\n") << Show(r);
+  r = Lfs({"fid2path", mnt_, "not-a-fid"});
+  EXPECT_EQ(r.exit_code, EINVAL) << Show(r);
+  r = Lfs({"fid2path", mnt_, "[0x2000fffff:0x1234:0x0]"});
+  EXPECT_EQ(r.exit_code, ENOENT) << Show(r);
+  r = Lfs({"fid2path", mnt_, "[0x100000000:0x1:0x0]"});
+  EXPECT_EQ(r.exit_code, ENOENT) << Show(r);
+  r = Lfs({"fid2path", "nosuchfs", fid});
+  EXPECT_NE(r.exit_code, 0) << Show(r);
 }
 
 }  // namespace

@@ -12,6 +12,8 @@ int LfsSetstripe(int argc, char** argv);
 int LfsGetstripe(int argc, char** argv);
 int LfsDf(int argc, char** argv);
 int LfsFind(int argc, char** argv);
+int LfsPath2fid(int argc, char** argv);
+int LfsFid2path(int argc, char** argv);
 
 // The usage text of a subcommand ("" when unknown).
 const char* LfsUsage(const char* command);

@@ -27,6 +27,8 @@ void PrintHelp(FILE* out) {
              "  getstripe   show the layout of files and directories\n"
              "  df          show the space and inodes of each MDT and OST\n"
              "  find        find files and directories by type, name or layout\n"
+             "  path2fid    show the FID of files\n"
+             "  fid2path    show every path of FIDs\n"
              "  help        show a command's usage\n"
              "  --version   show the version\n"
              "Run 'lfs help COMMAND' for a command's options.\n",
@@ -67,6 +69,8 @@ int main(int argc, char** argv) {
   if (cmd == "getstripe") return LfsGetstripe(argc - 1, argv + 1);
   if (cmd == "df") return LfsDf(argc - 1, argv + 1);
   if (cmd == "find") return LfsFind(argc - 1, argv + 1);
+  if (cmd == "path2fid") return LfsPath2fid(argc - 1, argv + 1);
+  if (cmd == "fid2path") return LfsFid2path(argc - 1, argv + 1);
   std::fprintf(stderr, "lfs: unknown command '%s'; try 'lfs help'\n", cmd.c_str());
 
   return kUsageError;

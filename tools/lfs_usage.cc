@@ -41,6 +41,16 @@ const char* LfsUsage(const char* command) {
            "\tA composite file matches --stripe-count/--stripe-size when one of its\n"
            "\tinstantiated components does; a plain file has 0 components.\n";
   }
+  if (cmd == "path2fid") {
+    return "usage: lfs path2fid [--parents] FILE...\n"
+           "\tShows the FID of each FILE; --parents shows each name as [PARENT_FID]/NAME.\n";
+  }
+  if (cmd == "fid2path") {
+    return "usage: lfs fid2path [--print-fid|-f] [--print-link|-c] [--link|-l LINKNO] "
+           "FSNAME|ROOT FID...\n"
+           "\tShows every path of each FID (all names of a hard-linked file), under the\n"
+           "\tmount point ROOT, or from the root of filesystem FSNAME. Root only.\n";
+  }
   if (cmd == "help") return "usage: lfs help [COMMAND]\n";
   return "";
 }

@@ -99,6 +99,7 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
   }
   const uint64_t ino = a.ino();
   a.set_generation(1);
+  rec->AddLink(parent_ino, req.name());
   txn.PutDirent(parent_ino, req.name(), ino, ft);
   // NewInode may have rehashed nothing (std::map), so parent is still valid.
   if (ft == proto::FT_DIR) parent->attr.set_nlink(parent->attr.nlink() + 1);

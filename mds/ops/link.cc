@@ -24,6 +24,7 @@ Status Link(Namespace& ns, const proto::LinkRequest& req, proto::EntryReply* rep
   txn.PutDirent(req.new_parent(), req.new_name(), req.ino(), FileTypeOfMode(rec->attr.mode()));
   rec->attr.set_nlink(rec->attr.nlink() + 1);
   rec->attr.set_ctime_ns(txn.now());
+  rec->AddLink(req.new_parent(), req.new_name());
   txn.Dirty(req.ino());
   TouchDir(txn, dir);
   // The reply is filled before the commit: a persisted reply (mds/reply_journal.h) is

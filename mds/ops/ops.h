@@ -38,6 +38,7 @@ Status GetDefaultLayout(Namespace& ns, const proto::GetDefaultLayoutRequest& req
                         proto::GetDefaultLayoutReply* rep);
 Status LayoutIntent(Namespace& ns, const proto::LayoutIntentRequest& req,
                     proto::LayoutIntentReply* rep);
+Status Fid2Path(Namespace& ns, const proto::Fid2PathRequest& req, proto::Fid2PathReply* rep);
 
 // ---- MGS ----
 Status RegisterOst(Namespace& ns, const proto::RegisterOstRequest& req,

@@ -109,6 +109,10 @@ Status Rename(Namespace& ns, const proto::RenameRequest& req, proto::RenameReply
   if (exchange) {
     txn.PutDirent(op, req.old_name(), dst->attr.ino(), dst_ent->second);
     txn.PutDirent(np, req.new_name(), src_ino, src_ent->second);
+    dst->RemoveLink(np, req.new_name());
+    dst->AddLink(op, req.old_name());
+    src->RemoveLink(op, req.old_name());
+    src->AddLink(np, req.new_name());
     if (op != np) {
       if (src->is_dir()) {
         old_dir->attr.set_nlink(old_dir->attr.nlink() - 1);
@@ -124,9 +128,14 @@ Status Rename(Namespace& ns, const proto::RenameRequest& req, proto::RenameReply
     dst->attr.set_ctime_ns(txn.now());
     txn.Dirty(dst->attr.ino());
   } else {
-    if (dst) DropLink(txn, new_dir, dst);
+    if (dst) {
+      dst->RemoveLink(np, req.new_name());
+      DropLink(txn, new_dir, dst);
+    }
     txn.DeleteDirent(op, req.old_name());
     txn.PutDirent(np, req.new_name(), src_ino, src_ent->second);
+    src->RemoveLink(op, req.old_name());
+    src->AddLink(np, req.new_name());
     if (src->is_dir() && op != np) {
       old_dir->attr.set_nlink(old_dir->attr.nlink() - 1);
       new_dir->attr.set_nlink(new_dir->attr.nlink() + 1);

@@ -32,6 +32,7 @@ Status Unlink(Namespace& ns, const proto::UnlinkRequest& req, proto::UnlinkReply
   }
 
   txn.DeleteDirent(req.parent(), req.name());
+  child->RemoveLink(req.parent(), req.name());
   TouchDir(txn, parent);
   if (child->is_dir()) {
     parent->attr.set_nlink(parent->attr.nlink() - 1);
