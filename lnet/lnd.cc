@@ -90,4 +90,21 @@ Result<Lnd> ResolveLnd(const Nid& nid) {
                                   "; use --lnet-fallback tcp to carry o2ib NIDs over TCP");
 }
 
+Status ConfigureLndsFromOptions(std::string_view fallback, bool o2ib_poll) {
+  LndConfig c = CurrentLndConfig();
+  if (!fallback.empty()) {
+    Result<LndFallback> f = ParseLndFallback(fallback);
+    if (!f.ok()) return Status(Code::kInval, "--lnet-fallback: " + f.status().message());
+    c.fallback = *f;
+  }
+  c.o2ib.poll = o2ib_poll;
+  ConfigureLnds(c);
+  return Status::Ok();
+}
+
+Status CheckNids(const std::vector<Nid>& nids) {
+  for (const Nid& nid : nids) STRIA_RETURN_IF_ERROR(ResolveLnd(nid).status());
+  return Status::Ok();
+}
+
 }  // namespace stria::lnet

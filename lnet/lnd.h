@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "lnet/nid.h"
@@ -70,5 +71,13 @@ std::string O2ibUnavailableReason();
 //    --lnet-fallback tcp to carry o2ib NIDs over TCP"
 // Not retryable: sending again would fail the same way.
 Result<Lnd> ResolveLnd(const Nid& nid);
+
+// What the daemons' and tools' `--lnet-fallback tcp|none` and `--o2ib-poll` set (and a
+// mount's lnet_fallback= and o2ib_poll): EINVAL naming the option for a bad value.
+Status ConfigureLndsFromOptions(std::string_view fallback, bool o2ib_poll);
+
+// ResolveLnd for each NID: a daemon calls it on its NIDs before anything else, so an o2ib
+// NID it cannot carry stops it at once with the one message.
+Status CheckNids(const std::vector<Nid>& nids);
 
 }  // namespace stria::lnet
