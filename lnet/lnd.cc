@@ -80,9 +80,10 @@ Result<Lnd> ResolveLnd(const Nid& nid) {
   if (CurrentLndConfig().fallback == LndFallback::kTcp) {
     static std::once_flag once;
     std::call_once(once, [&] {
-      LOG_WARN("o2ib: {}; carrying o2ib NIDs over TCP to the same address and port "
-               "(--lnet-fallback tcp)",
-               why);
+      LOG_WARN(
+          "o2ib: {}; carrying o2ib NIDs over TCP to the same address and port "
+          "(--lnet-fallback tcp)",
+          why);
     });
     return Lnd::kTcp;
   }

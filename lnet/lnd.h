@@ -33,11 +33,11 @@ enum class LndFallback : uint8_t {
 
 // The o2ib LND's tunables (docs/operations.md, "RDMA (o2ib)").
 struct O2ibTunables {
-  uint16_t queue_depth = 8;        // receive buffers (credits) per connection and side
-  uint16_t reserved_credits = 2;   // extra receive buffers for credit-return messages only
-  uint32_t msg_size = 16u << 10;   // bytes of one receive buffer: larger bodies go by RDMA READ
-  bool poll = false;               // busy-poll completion queues rather than sleep on the
-                                   // completion channel (lower latency, one core per waiter)
+  uint16_t queue_depth = 8;       // receive buffers (credits) per connection and side
+  uint16_t reserved_credits = 2;  // extra receive buffers for credit-return messages only
+  uint32_t msg_size = 16u << 10;  // bytes of one receive buffer: larger bodies go by RDMA READ
+  bool poll = false;              // busy-poll completion queues rather than sleep on the
+                                  // completion channel (lower latency, one core per waiter)
   size_t reg_cache_bytes = size_t{4} << 30;  // unpinned registrations kept per device
 };
 

@@ -22,10 +22,10 @@
 namespace stria::lnet {
 
 struct ServerSession {
-  std::string peer;          // "ADDR:PORT"
-  Lnd lnd = Lnd::kTcp;       // the LND carrying the connection
-  std::string client_uuid;   // from CONNECT
-  bool connected = false;    // CONNECT received
+  std::string peer;         // "ADDR:PORT"
+  Lnd lnd = Lnd::kTcp;      // the LND carrying the connection
+  std::string client_uuid;  // from CONNECT
+  bool connected = false;   // CONNECT received
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> bulk_bytes{0};  // request and reply bulk moved
 

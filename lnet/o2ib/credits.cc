@@ -66,10 +66,9 @@ Status Credits::OnReceive(MsgKind kind, CreditReturn returned) {
   }
   if (send_normal_ + returned.normal > params_.queue_depth ||
       send_noop_ + returned.noop > params_.reserved) {
-    return Status(Code::kProtocol,
-                  "o2ib peer returned more credits than it was given (" +
-                      std::to_string(returned.normal) + " normal, " +
-                      std::to_string(returned.noop) + " reserved)");
+    return Status(Code::kProtocol, "o2ib peer returned more credits than it was given (" +
+                                       std::to_string(returned.normal) + " normal, " +
+                                       std::to_string(returned.noop) + " reserved)");
   }
   send_normal_ += returned.normal;
   send_noop_ += returned.noop;

@@ -44,9 +44,9 @@ struct CreditReturn {
 };
 
 struct CreditParams {
-  uint16_t queue_depth = 8;    // normal receive buffers posted for the peer
-  uint16_t reserved = 2;       // receive buffers posted only for kNoop
-  uint16_t noop_threshold = 4; // owed normal credits that justify a kNoop (1..queue_depth)
+  uint16_t queue_depth = 8;     // normal receive buffers posted for the peer
+  uint16_t reserved = 2;        // receive buffers posted only for kNoop
+  uint16_t noop_threshold = 4;  // owed normal credits that justify a kNoop (1..queue_depth)
 };
 
 class Credits {
@@ -79,11 +79,11 @@ class Credits {
 
  private:
   const CreditParams params_;
-  uint16_t send_normal_;       // normal messages we may still send
-  uint16_t send_noop_;         // kNoops we may still send
-  uint16_t peer_normal_;       // normal messages the peer may still send us
-  uint16_t peer_noop_;         // kNoops the peer may still send us
-  uint16_t owed_normal_ = 0;   // reposted, not yet returned
+  uint16_t send_normal_;      // normal messages we may still send
+  uint16_t send_noop_;        // kNoops we may still send
+  uint16_t peer_normal_;      // normal messages the peer may still send us
+  uint16_t peer_noop_;        // kNoops the peer may still send us
+  uint16_t owed_normal_ = 0;  // reposted, not yet returned
   uint16_t owed_noop_ = 0;
   uint16_t unposted_normal_ = 0;  // received, buffer not reposted yet
   uint16_t unposted_noop_ = 0;

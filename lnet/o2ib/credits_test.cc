@@ -145,8 +145,8 @@ TEST(CreditsTest, RandomTrafficNeverWedges) {
   for (int step = 0; step < 40000 && (step < 10000 || want_a + want_b > 0); ++step) {
     if (step < 10000 && rnd() % 2) ++want_a;
     if (step < 10000 && rnd() % 2) ++want_b;
-    for (auto [side, wire, want] : {std::tuple{&p.a, &p.to_b, &want_a},
-                                    std::tuple{&p.b, &p.to_a, &want_b}}) {
+    for (auto [side, wire, want] :
+         {std::tuple{&p.a, &p.to_b, &want_a}, std::tuple{&p.b, &p.to_a, &want_b}}) {
       if (*want > 0 && side->CanSend(MsgKind::kNormal)) {
         Pair::Send(*side, *wire, MsgKind::kNormal);
         --*want;

@@ -279,8 +279,7 @@ Result<std::unique_ptr<ClientConn>> O2ibConnect(const Nid& peer, const ClientOpt
   rdma_conn_param cp{};
   cp.private_data = hello;
   cp.private_data_len = sizeof hello;
-  cp.responder_resources =
-      static_cast<uint8_t>(std::min((*dev)->attr().max_qp_rd_atom, 16));
+  cp.responder_resources = static_cast<uint8_t>(std::min((*dev)->attr().max_qp_rd_atom, 16));
   cp.initiator_depth = static_cast<uint8_t>(std::min((*dev)->attr().max_qp_init_rd_atom, 16));
   cp.retry_count = 7;
   cp.rnr_retry_count = 7;  // credits keep receivers posted; RNR only as a last resort

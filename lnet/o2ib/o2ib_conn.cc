@@ -34,9 +34,12 @@ uint8_t* AllocArea(size_t bytes) {
 
 const char* WrKind(uint64_t wr_id) {
   switch (wr_id & kWrKindMask) {
-    case kWrRecv: return "receive";
-    case kWrSend: return "send";
-    case kWrRdma: return "RDMA";
+    case kWrRecv:
+      return "receive";
+    case kWrSend:
+      return "send";
+    case kWrRdma:
+      return "RDMA";
   }
   return "unknown";
 }
@@ -58,7 +61,12 @@ std::vector<RdmaOp> SplitOver(std::span<const RemoteBuf> remote, uint8_t* local,
 
 Conn::Conn(rdma_cm_id* id, Device* dev, const ConnParams& params, const MsgLimits& limits,
            bool poll, std::string peer)
-    : id_(id), dev_(dev), posted_(params), params_(params), limits_(limits), poll_(poll),
+    : id_(id),
+      dev_(dev),
+      posted_(params),
+      params_(params),
+      limits_(limits),
+      poll_(poll),
       peer_(std::move(peer)) {}
 
 Result<std::unique_ptr<Conn>> Conn::Create(rdma_cm_id* id, Device* dev, const ConnParams& params,
@@ -191,8 +199,7 @@ void Conn::HandleCompletion(const ibv_wc& wc) {
   if (wc.status != IBV_WC_SUCCESS) {
     // After a failure every outstanding request comes back flushed: only the first counts.
     Fail(Status(Code::kDisconnected, std::string("o2ib: ") + WrKind(wc.wr_id) +
-                                         " work request failed: " +
-                                         ibv_wc_status_str(wc.status)));
+                                         " work request failed: " + ibv_wc_status_str(wc.status)));
     return;
   }
   if (kind != kWrRecv || failed()) return;
@@ -226,7 +233,8 @@ Status Conn::Progress(Clock::time_point deadline) {
     STRIA_ASSIGN_OR_RETURN(int n, PollOnce());
     if (n > 0) return failed() ? failure_ : Status::Ok();
     if (poll_) {
-      if (Clock::now() >= deadline) return Status(Code::kTimeout, "o2ib peer did not answer in time");
+      if (Clock::now() >= deadline)
+        return Status(Code::kTimeout, "o2ib peer did not answer in time");
       if (watch_fd_ >= 0) {
         pollfd w{watch_fd_, POLLIN, 0};
         if (::poll(&w, 1, 0) > 0) {
@@ -288,14 +296,13 @@ Status Conn::PollAndArm() {
 }
 
 Status Conn::PostMsg(MsgType type, std::span<const RemoteBuf> bufs, uint16_t flags,
-                     std::span<const std::span<const uint8_t>> pieces,
-                     Clock::time_point deadline) {
+                     std::span<const std::span<const uint8_t>> pieces, Clock::time_point deadline) {
   size_t payload = 0;
   for (const auto& p : pieces) payload += p.size();
   if (MsgSize(bufs.size(), payload) > params_.msg_size || bufs.size() > kMaxRemoteBufs) {
     return Status(Code::kTooLarge, "o2ib: message of " + std::to_string(payload) +
-                                       " bytes does not fit a " +
-                                       std::to_string(params_.msg_size) + "-byte buffer");
+                                       " bytes does not fit a " + std::to_string(params_.msg_size) +
+                                       "-byte buffer");
   }
   while (tx_free_.empty()) STRIA_RETURN_IF_ERROR(Progress(deadline));
   const uint32_t slot = tx_free_.back();

@@ -70,9 +70,8 @@ class Conn {
   // receive buffer. `params` are what this side posts; Start() adopts the negotiated ones.
   // On success the Conn owns `id` (rdma_destroy_id at destruction); on failure the caller
   // still does.
-  static Result<std::unique_ptr<Conn>> Create(rdma_cm_id* id, Device* dev,
-                                              const ConnParams& params, const MsgLimits& limits,
-                                              bool poll, std::string peer);
+  static Result<std::unique_ptr<Conn>> Create(rdma_cm_id* id, Device* dev, const ConnParams& params,
+                                              const MsgLimits& limits, bool poll, std::string peer);
   ~Conn();
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
@@ -136,8 +135,8 @@ class Conn {
 
   rdma_cm_id* id_;  // owned
   Device* const dev_;
-  const ConnParams posted_;   // what was posted at Create
-  ConnParams params_;         // what runs (Start)
+  const ConnParams posted_;  // what was posted at Create
+  ConnParams params_;        // what runs (Start)
   const MsgLimits limits_;
   const bool poll_;
   const std::string peer_;

@@ -140,10 +140,10 @@ Result<DecodedMsg> DecodeMsg(const uint8_t* in, size_t len, const MsgLimits& lim
     m.body_index = static_cast<int>(i);
   }
   if (m.source_bytes > limits.max_bulk || m.sink_bytes > limits.max_bulk) {
-    return Status(Code::kTooLarge,
-                  "o2ib message: remote bulk of " +
-                      std::to_string(std::max(m.source_bytes, m.sink_bytes)) +
-                      " bytes exceeds the limit of " + std::to_string(limits.max_bulk));
+    return Status(Code::kTooLarge, "o2ib message: remote bulk of " +
+                                       std::to_string(std::max(m.source_bytes, m.sink_bytes)) +
+                                       " bytes exceeds the limit of " +
+                                       std::to_string(limits.max_bulk));
   }
   if (m.source_bytes > 0 && (m.header.flags & kMsgInlineBulk)) {
     return Bad("bulk both inline and in remote buffers");
@@ -165,11 +165,13 @@ void EncodeConnParams(const ConnParams& c, uint8_t out[kConnParamsSize]) {
 Result<ConnParams> DecodeConnParams(const void* data, size_t len) {
   // rdma_cm may pad private data with zeros up to its transport's size.
   if (data == nullptr || len < kConnParamsSize) {
-    return Status(Code::kProtocol, "o2ib: the peer sent no connection parameters (not a Stria peer?)");
+    return Status(Code::kProtocol,
+                  "o2ib: the peer sent no connection parameters (not a Stria peer?)");
   }
   const uint8_t* p = static_cast<const uint8_t*>(data);
   if (Get<uint32_t>(p) != kMsgMagic) {
-    return Status(Code::kProtocol, "o2ib: connection parameters have a bad magic (not a Stria peer?)");
+    return Status(Code::kProtocol,
+                  "o2ib: connection parameters have a bad magic (not a Stria peer?)");
   }
   const uint16_t version = Get<uint16_t>(p);
   if (version != kMsgVersion) {

@@ -58,7 +58,7 @@ struct RemoteBuf {
 struct MsgHeader {
   MsgType type = MsgType::kFrame;
   uint16_t flags = 0;
-  CreditReturn credits;       // credits handed back to the receiver (lnet/o2ib/credits.h)
+  CreditReturn credits;  // credits handed back to the receiver (lnet/o2ib/credits.h)
   uint32_t payload_len = 0;
 };
 
@@ -81,8 +81,8 @@ struct DecodedMsg {
 // The parameters a connection runs with, proposed by the client and answered (lowered
 // where it wants) by the server in the rdma_cm private data of CONNECT and ACCEPT.
 struct ConnParams {
-  uint16_t queue_depth = 8;   // normal receive buffers each side posts
-  uint16_t reserved = 2;      // receive buffers each side posts for kNoop only
+  uint16_t queue_depth = 8;  // normal receive buffers each side posts
+  uint16_t reserved = 2;     // receive buffers each side posts for kNoop only
   uint32_t msg_size = 16u << 10;
   bool operator==(const ConnParams&) const = default;
 };

@@ -90,10 +90,9 @@ TEST(O2ibMsgTest, OversizedDescriptorsAreRejectedWithAReason) {
   EXPECT_EQ(d.status().code(), Code::kTooLarge);
   EXPECT_NE(d.status().message().find("exceeds the limit"), std::string::npos);
   // Several pieces that are fine alone but too much together.
-  auto sum = Encode(h,
-                    {{0x1000, 1, 600 << 10, BufRole::kBulkSink},
-                     {0x900000, 1, 600 << 10, BufRole::kBulkSink}},
-                    "x");
+  auto sum = Encode(
+      h, {{0x1000, 1, 600 << 10, BufRole::kBulkSink}, {0x900000, 1, 600 << 10, BufRole::kBulkSink}},
+      "x");
   EXPECT_EQ(DecodeMsg(sum.data(), sum.size(), limits).status().code(), Code::kTooLarge);
   auto body = Encode(h, {{0x1000, 1, 4097, BufRole::kBody}}, "x");
   EXPECT_EQ(DecodeMsg(body.data(), body.size(), limits).status().code(), Code::kTooLarge);

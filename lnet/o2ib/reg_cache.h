@@ -66,8 +66,8 @@ class RegCache {
   struct Entry {
     MemoryRegion mr;
     int pins = 0;
-    bool indexed = true;                // in by_addr_ (false: invalidated or merged away)
-    std::list<Entry*>::iterator lru;    // valid when indexed && pins == 0
+    bool indexed = true;              // in by_addr_ (false: invalidated or merged away)
+    std::list<Entry*>::iterator lru;  // valid when indexed && pins == 0
   };
 
  public:

@@ -61,8 +61,14 @@ TEST(RegCacheTest, CoveringLookupHitsWithoutRegistering) {
 TEST(RegCacheTest, OverlapMergesIntoOneRegistration) {
   KeyRegistrar reg;
   RegCache cache(&reg, {});
-  { auto a = cache.Acquire(At(0), 8192); ASSERT_TRUE(a.ok()); }
-  { auto b = cache.Acquire(At(16384), 8192); ASSERT_TRUE(b.ok()); }
+  {
+    auto a = cache.Acquire(At(0), 8192);
+    ASSERT_TRUE(a.ok());
+  }
+  {
+    auto b = cache.Acquire(At(16384), 8192);
+    ASSERT_TRUE(b.ok());
+  }
   EXPECT_EQ(cache.entries(), 2u);
   // [4096, 20480) overlaps both: one registration over [0, 24576) replaces them.
   auto c = cache.Acquire(At(4096), 16384);
@@ -120,9 +126,9 @@ TEST(RegCacheTest, LruEvictionKeepsUnpinnedBytesUnderTheCap) {
   EXPECT_LE(cache.bytes(), 3u * 4096);
   EXPECT_EQ(cache.stats().evictions, 1u);
   const int before = reg.registrations;
-  ASSERT_TRUE(cache.Acquire(At(0), 4096).ok());      // kept
+  ASSERT_TRUE(cache.Acquire(At(0), 4096).ok());  // kept
   EXPECT_EQ(reg.registrations, before);
-  ASSERT_TRUE(cache.Acquire(At(8192), 4096).ok());   // evicted: registered again
+  ASSERT_TRUE(cache.Acquire(At(8192), 4096).ok());  // evicted: registered again
   EXPECT_EQ(reg.registrations, before + 1);
 }
 
