@@ -19,6 +19,7 @@ std::string_view CodeName(Code code) {
     case Code::kBusy: return "EBUSY";
     case Code::kExist: return "EEXIST";
     case Code::kXDev: return "EXDEV";
+    case Code::kNoDev: return "ENODEV";
     case Code::kNotDir: return "ENOTDIR";
     case Code::kIsDir: return "EISDIR";
     case Code::kInval: return "EINVAL";
@@ -92,7 +93,8 @@ std::string Status::ToString() const {
 Code CodeFromErrno(int err) {
   switch (err) {
     case EPERM: case ENOENT: case EIO: case EBADF: case EAGAIN: case ENOMEM: case EACCES:
-    case EBUSY: case EEXIST: case EXDEV: case ENOTDIR: case EISDIR: case EINVAL: case EFBIG:
+    case EBUSY: case EEXIST: case EXDEV: case ENODEV: case ENOTDIR: case EISDIR: case EINVAL:
+    case EFBIG:
     case ENOSPC: case EMLINK: case ERANGE: case ENAMETOOLONG: case ENOSYS: case ENOTEMPTY:
     case ELOOP: case ENODATA: case EOVERFLOW: case EOPNOTSUPP: case ESTALE: case E2BIG:
       return static_cast<Code>(err);

@@ -32,6 +32,7 @@ enum class Code : int32_t {
   kBusy = 16,            // EBUSY
   kExist = 17,           // EEXIST
   kXDev = 18,            // EXDEV
+  kNoDev = 19,           // ENODEV (e.g. an o2ib NID on a host without an RDMA device)
   kNotDir = 20,          // ENOTDIR
   kIsDir = 21,           // EISDIR
   kInval = 22,           // EINVAL

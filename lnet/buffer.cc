@@ -2,8 +2,10 @@
 
 #include <malloc.h>
 
+#include <atomic>
 #include <bit>
 #include <cstdlib>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -27,7 +29,13 @@ struct Pool {
   std::mutex mu;
   std::vector<uint8_t*> free[kClasses];  // GUARDED_BY(mu)
   size_t cached = 0;                     // GUARDED_BY(mu): bytes in the free lists
+  std::map<uintptr_t, size_t> out;       // GUARDED_BY(mu): handed-out blocks, when tracking
 };
+
+// Release hooks; `tracking` turns true with the first (then the pool tracks its blocks).
+std::atomic<bool> tracking{false};
+std::atomic<BufferPool::ReleaseHook> hooks[BufferPool::kMaxReleaseHooks];
+std::mutex hooks_mu;  // serializes AddReleaseHook
 
 Pool& ThePool() {
   static Pool* pool = new Pool;  // never destroyed: buffers may be freed during exit
@@ -40,11 +48,28 @@ uint8_t* AlignedAlloc(size_t bytes) {
   return static_cast<uint8_t*>(p);
 }
 
-}  // namespace
+void Track(uint8_t* p, size_t capacity) {
+  if (!tracking.load(std::memory_order_acquire)) return;
+  Pool& pool = ThePool();
+  std::lock_guard lock(pool.mu);
+  pool.out[reinterpret_cast<uintptr_t>(p)] = capacity;
+}
 
-uint8_t* BufferPool::Allocate(size_t size, size_t* capacity) {
-  KeepBulkBuffersOffMmap();
-  if (size < kMinPooled) {
+// Forgets a handed-out block and tells the hooks it is about to be freed to the system.
+void ReleaseToSystem(uint8_t* p, size_t capacity) {
+  if (!tracking.load(std::memory_order_acquire)) return;
+  {
+    Pool& pool = ThePool();
+    std::lock_guard lock(pool.mu);
+    pool.out.erase(reinterpret_cast<uintptr_t>(p));
+  }
+  for (auto& h : hooks) {
+    if (BufferPool::ReleaseHook hook = h.load(std::memory_order_acquire)) hook(p, capacity);
+  }
+}
+
+uint8_t* AllocateBlock(size_t size, size_t* capacity) {
+  if (size < BufferPool::kMinPooled) {
     *capacity = (size + 4095) & ~size_t{4095};
     return AlignedAlloc(*capacity);
   }
@@ -63,6 +88,41 @@ uint8_t* BufferPool::Allocate(size_t size, size_t* capacity) {
   return AlignedAlloc(*capacity);
 }
 
+}  // namespace
+
+uint8_t* BufferPool::Allocate(size_t size, size_t* capacity) {
+  KeepBulkBuffersOffMmap();
+  uint8_t* p = AllocateBlock(size, capacity);
+  Track(p, *capacity);
+  return p;
+}
+
+void BufferPool::AddReleaseHook(ReleaseHook hook) {
+  std::lock_guard lk(hooks_mu);
+  for (auto& h : hooks) {
+    if (h.load() == hook) return;
+  }
+  for (auto& h : hooks) {
+    if (h.load() == nullptr) {
+      h.store(hook, std::memory_order_release);
+      tracking.store(true, std::memory_order_release);
+      return;
+    }
+  }
+  std::abort();  // more LNDs than hooks: a programming error
+}
+
+bool BufferPool::Owns(const void* p, size_t len) {
+  if (!tracking.load(std::memory_order_acquire)) return false;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  Pool& pool = ThePool();
+  std::lock_guard lock(pool.mu);
+  auto it = pool.out.upper_bound(a);
+  if (it == pool.out.begin()) return false;
+  --it;
+  return a + len >= a && a + len <= it->first + it->second;
+}
+
 size_t BufferPool::CachedBytes() {
   Pool& pool = ThePool();
   std::lock_guard lock(pool.mu);
@@ -76,11 +136,14 @@ void BufferPool::Free(uint8_t* p, size_t capacity) {
     Pool& pool = ThePool();
     std::lock_guard lock(pool.mu);
     if (pool.cached + capacity <= kMaxCachedBytes) {
+      // Back in the free list, and still registered with any RDMA device.
+      if (tracking.load(std::memory_order_relaxed)) pool.out.erase(reinterpret_cast<uintptr_t>(p));
       pool.free[cls].push_back(p);
       pool.cached += capacity;
       return;
     }
   }
+  ReleaseToSystem(p, capacity);
   std::free(p);
 }
 

@@ -23,10 +23,19 @@ void KeepBulkBuffersOffMmap();
 // stream of 1 MiB requests then touches the same warm pages instead of faulting in fresh
 // heap (per-thread malloc arenas return their tops to the kernel). Smaller blocks come
 // straight from posix_memalign. Thread-safety: thread-safe (one mutex; a push or pop).
+//
+// RDMA (lnet/o2ib): blocks kept in the free lists stay registered with the device, so the
+// pool doubles as the pre-registered pool of I/O buffers. A release hook hears of every block
+// before it goes back to the system (the registration cache drops it); with a hook added the
+// pool also tracks the blocks it has handed out, so Owns() can tell pool memory, whose
+// registrations may be cached, from any other memory.
 class BufferPool {
  public:
   static constexpr size_t kMinPooled = 64u << 10;
   static constexpr size_t kMaxCachedBytes = 64u << 20;
+  static constexpr int kMaxReleaseHooks = 4;
+
+  using ReleaseHook = void (*)(const void* block, size_t capacity);
 
   // A block of at least `size` bytes (size > 0); *capacity gets its real size.
   static uint8_t* Allocate(size_t size, size_t* capacity);
@@ -34,6 +43,13 @@ class BufferPool {
   static void Free(uint8_t* p, size_t capacity);
   // Bytes held in the free lists now.
   static size_t CachedBytes();
+
+  // Calls `hook` with every block before it is freed to the system, from then on, and
+  // starts tracking handed-out blocks (blocks already out are not known). At most
+  // kMaxReleaseHooks; adding one twice adds it once. Costs nothing while none is added.
+  static void AddReleaseHook(ReleaseHook hook);
+  // True when [p, p+len) lies inside one block handed out since the first hook was added.
+  static bool Owns(const void* p, size_t len);
 };
 
 // Gives a Buffer's block back to the BufferPool.

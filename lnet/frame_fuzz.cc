@@ -6,10 +6,14 @@
 #include <string_view>
 
 #include "lnet/frame.h"
+#include "lnet/o2ib/o2ib_msg.h"
 #include "proto/stria.pb.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace stria;
+  // The o2ib LND's message and connection-parameter decoding sees the same bytes.
+  (void)lnet::o2ib::DecodeMsg(data, size, lnet::o2ib::MsgLimits{}).ok();
+  (void)lnet::o2ib::DecodeConnParams(data, size).ok();
   if (size < lnet::kFrameHeaderSize) return 0;
   lnet::FrameLimits limits;
   Result<lnet::FrameHeader> h = lnet::DecodeHeader(data, limits);

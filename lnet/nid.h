@@ -2,7 +2,8 @@
 //
 //   192.168.1.5@tcp          TCP, default port (kDefaultPort)
 //   192.168.1.5@tcp:9401     TCP, port 9401
-//   10.0.0.5@o2ib            RDMA (librdmacm); falls over to TCP where no device exists
+//   10.0.0.5@o2ib            RDMA (librdmacm, lnet/o2ib/); without a device an error, or TCP
+//                            where the operator allows it (lnet/lnd.h)
 //   localhost@tcp            host names are resolved at connect time
 //
 // A NID list is comma separated ("a@tcp,b@tcp"): the same service reachable at several NIDs

@@ -12,8 +12,13 @@
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "lnet/buffer.h"
+#include "lnet/internal/client_conn.h"
+#include "lnet/lnd.h"
 #include "lnet/socket.h"
 #include "proto/stria.pb.h"
+#ifdef STRIA_HAVE_O2IB
+#include "lnet/o2ib/o2ib_client.h"
+#endif
 
 namespace stria::lnet {
 namespace {
@@ -27,10 +32,103 @@ std::string RandomUuid() {
   return buf;
 }
 
-// The outcome of one attempt: the status, and whether the connection is still usable.
-struct Attempt {
-  Status status;
-  bool conn_ok = false;
+}  // namespace
+
+FrameHeader RequestHeader(const ExchangeArgs& a) {
+  FrameHeader h;
+  h.opcode = a.opcode;
+  h.xid = a.xid;
+  h.body_len = static_cast<uint32_t>(a.request.size());
+  h.body_crc = Crc32c(a.request.data(), a.request.size());
+  uint32_t crc = 0;
+  for (const iovec& v : a.bulk->out) {
+    if (v.iov_len == 0) continue;
+    h.bulk_len += v.iov_len;
+    crc = Crc32c(v.iov_base, v.iov_len, crc);
+  }
+  if (h.bulk_len) {
+    h.flags |= kFlagBulkCrc;
+    h.bulk_crc = crc;
+  }
+  return h;
+}
+
+Attempt CheckReplyHeader(const FrameHeader& rh, const ExchangeArgs& a) {
+  if (!(rh.flags & kFlagReply) || rh.xid != a.xid || rh.opcode != a.opcode) {
+    return {Status(Code::kProtocol, "reply does not match request xid " + std::to_string(a.xid)),
+            false};
+  }
+  if (rh.bulk_len > a.bulk->in.size()) {
+    return {Status(Code::kProtocol, "reply bulk of " + std::to_string(rh.bulk_len) +
+                                        " bytes exceeds the caller's buffer"),
+            false};
+  }
+  return {Status::Ok(), true};
+}
+
+Attempt FinishReply(const FrameHeader& rh, const ExchangeArgs& a) {
+  if (rh.bulk_len && Crc32c(a.bulk->in.data(), rh.bulk_len) != rh.bulk_crc) {
+    LOG_WARN("{}: reply bulk checksum mismatch (xid {}); resending", a.peer->ToString(), a.xid);
+    return {Status(Code::kChecksum, "reply bulk checksum mismatch"), true};
+  }
+  if (a.bulk->in_len) *a.bulk->in_len = rh.bulk_len;
+  if (rh.status != 0) {
+    const Code code = static_cast<Code>(rh.status);
+    if (CodeName(code) == "Unknown") {
+      return {Status(Code::kIO, "peer answered unknown status " + std::to_string(rh.status) +
+                                    ": " + *a.reply),
+              true};
+    }
+    return {Status(code, std::move(*a.reply)), true};
+  }
+  return {Status::Ok(), true};
+}
+
+namespace {
+
+// A TCP connection (the socklnd): the request is gathered straight from the caller's
+// buffers into one sendmsg, the reply read straight into them.
+class TcpConn : public ClientConn {
+ public:
+  explicit TcpConn(int fd) : fd_(fd) {}
+  ~TcpConn() override { close(fd_); }
+  Lnd lnd() const override { return Lnd::kTcp; }
+
+  Attempt Exchange(const ExchangeArgs& a) override {
+    FrameHeader h = RequestHeader(a);
+    std::vector<iovec> iov;
+    iov.reserve(2 + a.bulk->out.size());
+    uint8_t hdr[kFrameHeaderSize];
+    iov.push_back({hdr, sizeof hdr});
+    iov.push_back({const_cast<char*>(a.request.data()), a.request.size()});
+    for (const iovec& v : a.bulk->out) {
+      if (v.iov_len != 0) iov.push_back(v);
+    }
+    EncodeHeader(h, hdr);
+    Status st = SendAll(fd_, iov.data(), static_cast<int>(iov.size()), a.deadline);
+    if (!st.ok()) return {st, false};
+
+    uint8_t rhdr[kFrameHeaderSize];
+    st = RecvAll(fd_, rhdr, sizeof rhdr, a.deadline);
+    if (!st.ok()) return {st, false};
+    Result<FrameHeader> rh = DecodeHeader(rhdr, *a.limits);
+    if (!rh.ok()) return {rh.status(), false};
+    a.reply->resize(rh->body_len);
+    st = RecvAll(fd_, a.reply->data(), a.reply->size(), a.deadline);
+    if (!st.ok()) return {st, false};
+    st = VerifyBody(*rh, *a.reply);
+    if (!st.ok()) return {st, false};
+    Attempt check = CheckReplyHeader(*rh, a);
+    if (!check.status.ok()) return check;
+    if (rh->bulk_len) {
+      st = RecvAll(fd_, a.bulk->in.data(), rh->bulk_len, a.deadline);
+      if (!st.ok()) return {st, false};
+    }
+    return FinishReply(*rh, a);
+  }
+
+ private:
+  const int fd_;
 };
 
 }  // namespace
@@ -44,12 +142,6 @@ class RpcClient::Impl {
     retry_deadline_ms_ = options_.retry_deadline_ms;
     std::random_device rd;
     next_xid_ = (static_cast<uint64_t>(rd()) << 20) | 1;
-    NoteRdmaFallback(peer_);
-  }
-
-  ~Impl() {
-    std::lock_guard lk(mu_);
-    for (int fd : idle_) close(fd);
   }
 
   const Nid& peer() const { return peer_; }
@@ -65,12 +157,12 @@ class RpcClient::Impl {
     for (;;) {
       ++attempts;
       Attempt a;
-      Result<int> fd = Acquire();
-      if (!fd.ok()) {
-        a.status = fd.status();
+      Result<std::unique_ptr<ClientConn>> conn = Acquire();
+      if (!conn.ok()) {
+        a.status = conn.status();
       } else {
-        a = Exchange(*fd, opcode, xid, request, reply, bulk);
-        Release(*fd, a.conn_ok);
+        a = Exchange(**conn, opcode, xid, request, reply, bulk);
+        Release(std::move(*conn), a.conn_ok);
       }
       if (a.status.ok() || !a.status.retryable()) return a.status;
       if (Clock::now() + backoff > give_up) {
@@ -86,119 +178,74 @@ class RpcClient::Impl {
 
  private:
   // Borrows an idle connection, or opens one (waiting while max_connections are busy).
-  Result<int> Acquire() {
+  Result<std::unique_ptr<ClientConn>> Acquire() {
     {
       std::unique_lock lk(mu_);
       cv_.wait(lk, [&] { return !idle_.empty() || open_ < options_.max_connections; });
       if (!idle_.empty()) {
-        const int fd = idle_.back();
+        std::unique_ptr<ClientConn> c = std::move(idle_.back());
         idle_.pop_back();
-        return fd;
+        return c;
       }
       ++open_;
     }
-    Result<int> fd = Connect();
-    if (!fd.ok()) {
+    Result<std::unique_ptr<ClientConn>> c = Connect();
+    if (!c.ok()) {
       std::lock_guard lk(mu_);
       --open_;
       cv_.notify_one();
     }
-    return fd;
+    return c;
   }
 
-  void Release(int fd, bool reusable) {
+  void Release(std::unique_ptr<ClientConn> c, bool reusable) {
+    if (!reusable) c.reset();  // closed outside the lock
     std::lock_guard lk(mu_);
     if (reusable) {
-      idle_.push_back(fd);
+      idle_.push_back(std::move(c));
     } else {
-      close(fd);
       --open_;
     }
     cv_.notify_one();
   }
 
-  Result<int> Connect() {
-    STRIA_ASSIGN_OR_RETURN(int fd, TcpConnect(peer_, options_.connect_timeout_ms));
+  // Opens a connection on the LND that carries peer_ here (lnet/lnd.h), and says CONNECT.
+  Result<std::unique_ptr<ClientConn>> Connect() {
+    STRIA_ASSIGN_OR_RETURN(Lnd lnd, ResolveLnd(peer_));
+    std::unique_ptr<ClientConn> c;
+    if (lnd == Lnd::kTcp) {
+      STRIA_ASSIGN_OR_RETURN(int fd, TcpConnect(peer_, options_.connect_timeout_ms));
+      c = std::make_unique<TcpConn>(fd);
+    } else {
+#ifdef STRIA_HAVE_O2IB
+      STRIA_ASSIGN_OR_RETURN(c, o2ib::O2ibConnect(peer_, options_));
+#else
+      return Status(Code::kNoDev, "o2ib: not built");  // ResolveLnd never answers kO2ib here
+#endif
+    }
     proto::ConnectRequest req;
     req.set_version(kWireVersion);
     req.set_client_uuid(options_.client_uuid);
     req.set_fsname(options_.fsname);
     std::string body, reply;
     req.SerializeToString(&body);
-    Attempt a = Exchange(fd, proto::OP_CONNECT, next_xid_.fetch_add(1), body, &reply, {});
-    if (!a.status.ok()) {
-      close(fd);
-      return a.status;
-    }
-    return fd;
+    Attempt a = Exchange(*c, proto::OP_CONNECT, next_xid_.fetch_add(1), body, &reply, {});
+    if (!a.status.ok()) return a.status;
+    return c;
   }
 
-  Attempt Exchange(int fd, uint16_t opcode, uint64_t xid, std::string_view request,
+  Attempt Exchange(ClientConn& c, uint16_t opcode, uint64_t xid, std::string_view request,
                    std::string* reply, const CallBulk& bulk) {
-    const auto deadline = Clock::now() + std::chrono::milliseconds(options_.rpc_timeout_ms);
-    FrameHeader h;
-    h.opcode = opcode;
-    h.xid = xid;
-    h.body_len = static_cast<uint32_t>(request.size());
-    h.body_crc = Crc32c(request.data(), request.size());
-    std::vector<iovec> iov;
-    iov.reserve(2 + bulk.out.size());
-    uint8_t hdr[kFrameHeaderSize];
-    iov.push_back({hdr, sizeof hdr});
-    iov.push_back({const_cast<char*>(request.data()), request.size()});
-    uint32_t crc = 0;
-    for (const iovec& v : bulk.out) {
-      if (v.iov_len == 0) continue;
-      h.bulk_len += v.iov_len;
-      crc = Crc32c(v.iov_base, v.iov_len, crc);
-      iov.push_back(v);
-    }
-    if (h.bulk_len) {
-      h.flags |= kFlagBulkCrc;
-      h.bulk_crc = crc;
-    }
-    EncodeHeader(h, hdr);
-    Status st = SendAll(fd, iov.data(), static_cast<int>(iov.size()), deadline);
-    if (!st.ok()) return {st, false};
-
-    uint8_t rhdr[kFrameHeaderSize];
-    st = RecvAll(fd, rhdr, sizeof rhdr, deadline);
-    if (!st.ok()) return {st, false};
-    Result<FrameHeader> rh = DecodeHeader(rhdr, options_.limits);
-    if (!rh.ok()) return {rh.status(), false};
-    if (!(rh->flags & kFlagReply) || rh->xid != xid || rh->opcode != opcode) {
-      return {Status(Code::kProtocol, "reply does not match request xid " + std::to_string(xid)),
-              false};
-    }
-    reply->resize(rh->body_len);
-    st = RecvAll(fd, reply->data(), reply->size(), deadline);
-    if (!st.ok()) return {st, false};
-    st = VerifyBody(*rh, *reply);
-    if (!st.ok()) return {st, false};
-    if (rh->bulk_len > bulk.in.size()) {
-      return {Status(Code::kProtocol, "reply bulk of " + std::to_string(rh->bulk_len) +
-                                          " bytes exceeds the caller's buffer"),
-              false};
-    }
-    if (rh->bulk_len) {
-      st = RecvAll(fd, bulk.in.data(), rh->bulk_len, deadline);
-      if (!st.ok()) return {st, false};
-      if (Crc32c(bulk.in.data(), rh->bulk_len) != rh->bulk_crc) {
-        LOG_WARN("{}: reply bulk checksum mismatch (xid {}); resending", peer_.ToString(), xid);
-        return {Status(Code::kChecksum, "reply bulk checksum mismatch"), true};
-      }
-    }
-    if (bulk.in_len) *bulk.in_len = rh->bulk_len;
-    if (rh->status != 0) {
-      const Code code = static_cast<Code>(rh->status);
-      if (CodeName(code) == "Unknown") {
-        return {Status(Code::kIO, "peer answered unknown status " + std::to_string(rh->status) +
-                                      ": " + *reply),
-                true};
-      }
-      return {Status(code, std::move(*reply)), true};
-    }
-    return {Status::Ok(), true};
+    ExchangeArgs a;
+    a.opcode = opcode;
+    a.xid = xid;
+    a.request = request;
+    a.reply = reply;
+    a.bulk = &bulk;
+    a.deadline = Clock::now() + std::chrono::milliseconds(options_.rpc_timeout_ms);
+    a.limits = &options_.limits;
+    a.peer = &peer_;
+    return c.Exchange(a);
   }
 
   const Nid peer_;
@@ -208,8 +255,8 @@ class RpcClient::Impl {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<int> idle_;  // GUARDED_BY(mu_)
-  int open_ = 0;           // GUARDED_BY(mu_): idle + borrowed connections
+  std::vector<std::unique_ptr<ClientConn>> idle_;  // GUARDED_BY(mu_)
+  int open_ = 0;  // GUARDED_BY(mu_): idle + borrowed connections
 };
 
 RpcClient::RpcClient(Nid peer, ClientOptions options)

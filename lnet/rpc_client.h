@@ -1,6 +1,7 @@
 // RpcClient: sends requests to one peer (a NID) and waits for their replies.
 //
-// It keeps a pool of up to max_connections TCP connections to the peer; each call borrows
+// It keeps a pool of up to max_connections connections to the peer, on the LND that carries
+// its NID here (lnet/lnd.h: TCP, or RDMA for o2ib NIDs); each call borrows
 // one for the whole exchange, so calls from many threads proceed in parallel and bulk never
 // queues behind bulk. Request bulk is written straight from the caller's iovecs and reply
 // bulk is read straight into the caller's buffer (scatter/gather, no copy). Every frame is

@@ -14,9 +14,14 @@
 
 #include "common/crc32c.h"
 #include "common/log.h"
+#include "lnet/internal/server_core.h"
+#include "lnet/lnd.h"
 #include "lnet/reply_cache.h"
 #include "lnet/socket.h"
 #include "proto/stria.pb.h"
+#ifdef STRIA_HAVE_O2IB
+#include "lnet/o2ib/o2ib_server.h"
+#endif
 
 namespace stria::lnet {
 namespace {
@@ -30,9 +35,7 @@ constexpr uint64_t kWakeId = 1;
 struct Conn {
   uint64_t id = 0;
   int fd = -1;
-  std::string peer;
-  std::string client_uuid;
-  bool connected = false;  // CONNECT received
+  ServerSession session;
   std::atomic<bool> busy{false};  // a thread is handling its complete frame
 
   enum class Phase { kHeader, kBody, kBulk } phase = Phase::kHeader;
@@ -54,7 +57,28 @@ struct Conn {
 
 }  // namespace
 
-class RpcServer::Impl {
+FrameHeader ReplyHeader(const FrameHeader& request, const Status& st, std::string* reply,
+                        Buffer* bulk_out) {
+  FrameHeader h;
+  h.opcode = request.opcode;
+  h.xid = request.xid;
+  h.flags = kFlagReply;
+  h.status = static_cast<int32_t>(st.code());
+  if (!st.ok()) {
+    *reply = st.message();
+    *bulk_out = Buffer();
+  }
+  h.body_len = static_cast<uint32_t>(reply->size());
+  h.body_crc = Crc32c(reply->data(), reply->size());
+  h.bulk_len = bulk_out->size();
+  if (h.bulk_len) {
+    h.flags |= kFlagBulkCrc;
+    h.bulk_crc = Crc32c(bulk_out->data(), bulk_out->size());
+  }
+  return h;
+}
+
+class RpcServer::Impl : public RequestHandler {
  public:
   explicit Impl(ServerOptions options)
       : options_(std::move(options)),
@@ -62,28 +86,39 @@ class RpcServer::Impl {
     KeepBulkBuffersOffMmap();
   }
 
-  ~Impl() { Stop(); }
+  ~Impl() override { Stop(); }
 
   void Register(uint16_t opcode, RawHandler h) { handlers_[opcode] = std::move(h); }
 
   Status Start(const Nid& listen) {
-    NoteRdmaFallback(listen);
-    STRIA_ASSIGN_OR_RETURN(listen_fd_, TcpListen(listen));
-    port_ = LocalPort(listen_fd_);
+    STRIA_ASSIGN_OR_RETURN(lnd_, ResolveLnd(listen));
+    listen_ = listen;
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (epoll_fd_ < 0 || wake_fd_ < 0) return ErrnoStatus("epoll/eventfd", errno);
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.u64 = kListenId;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    if (lnd_ == Lnd::kTcp) {
+      STRIA_ASSIGN_OR_RETURN(listen_fd_, TcpListen(listen));
+      port_ = LocalPort(listen_fd_);
+      ev.data.u64 = kListenId;
+      epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+    } else {
+#ifdef STRIA_HAVE_O2IB
+      o2ib_ = std::make_unique<o2ib::O2ibListener>(this, options_, epoll_fd_);
+      STRIA_RETURN_IF_ERROR(o2ib_->Listen(listen));
+      port_ = o2ib_->port();
+#endif
+    }
+    listen_.port = port_;
     ev.data.u64 = kWakeId;
     epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
     running_ = true;
     for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
       workers_.emplace_back([this] { Loop(); });
     }
-    LOG_INFO("{}: listening on {}@tcp:{}", options_.name, listen.addr, port_);
+    LOG_INFO("{}: listening on {}@{}:{} ({} LND)", options_.name, listen.addr,
+             LndName(listen.lnd), port_, LndName(lnd_));
     return Status::Ok();
   }
 
@@ -96,10 +131,13 @@ class RpcServer::Impl {
     (void)!write(wake_fd_, &one, sizeof one);
     for (auto& w : workers_) w.join();
     workers_.clear();
+#ifdef STRIA_HAVE_O2IB
+    if (o2ib_) o2ib_->Stop();
+#endif
     std::lock_guard lk(conns_mu_);
     for (auto& [id, c] : conns_) close(c->fd);
     conns_.clear();
-    close(listen_fd_);
+    if (listen_fd_ >= 0) close(listen_fd_);
     close(epoll_fd_);
     close(wake_fd_);
   }
@@ -118,6 +156,10 @@ class RpcServer::Impl {
         const uint64_t id = ev.data.u64;
         if (id == kListenId) {
           Accept();
+#ifdef STRIA_HAVE_O2IB
+        } else if (id & o2ib::O2ibListener::kTag) {
+          o2ib_->OnReady(id);
+#endif
         } else if (id != kWakeId) {
           std::shared_ptr<Conn> c = Find(id);
           if (c) ReadSome(c);
@@ -154,11 +196,11 @@ class RpcServer::Impl {
       TuneSocket(fd);
       auto c = std::make_shared<Conn>();
       c->fd = fd;
-      c->peer = PeerName(fd);
+      c->session.peer = PeerName(fd);
       {
         std::lock_guard lk(conns_mu_);
         if (static_cast<int>(conns_.size()) >= options_.max_connections) {
-          LOG_WARN("{}: refusing {}: {} connections already", options_.name, c->peer,
+          LOG_WARN("{}: refusing {}: {} connections already", options_.name, c->session.peer,
                    conns_.size());
           close(fd);
           continue;
@@ -181,7 +223,9 @@ class RpcServer::Impl {
   }
 
   void Drop(const std::shared_ptr<Conn>& c, std::string_view why) {
-    if (!why.empty()) LOG_WARN("{}: dropping connection from {}: {}", options_.name, c->peer, why);
+    if (!why.empty()) {
+      LOG_WARN("{}: dropping connection from {}: {}", options_.name, c->session.peer, why);
+    }
     std::lock_guard lk(conns_mu_);
     if (conns_.erase(c->id)) {
       epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
@@ -280,42 +324,67 @@ class RpcServer::Impl {
     for (auto& c : stalled) Drop(c, "peer stalled mid-frame");
   }
 
-  Status Dispatch(Conn& c, RpcContext& ctx, std::string* reply) {
-    if (c.hdr.opcode == proto::OP_CONNECT) return HandleConnect(c, reply);
-    if (!c.connected) {
+  // RequestHandler: the one path from a request to its reply, for every LND.
+  Status HandleRequest(ServerSession& s, const FrameHeader& h, std::string_view body,
+                       std::span<const uint8_t> bulk, RpcContext* ctx,
+                       std::string* reply) override {
+    s.requests.fetch_add(1, std::memory_order_relaxed);
+    if (h.bulk_len > 0 && Crc32c(bulk.data(), bulk.size()) != h.bulk_crc) {
+      Status st(Code::kChecksum, "request bulk checksum mismatch from " + s.peer);
+      LOG_WARN("{}: {}", options_.name, st.message());
+      return st;
+    }
+    ctx->peer = s.peer;
+    ctx->client_uuid = s.client_uuid;
+    ctx->xid = h.xid;
+    ctx->opcode = h.opcode;
+    ctx->bulk_in = bulk;
+    Status st = Dispatch(s, h, body, *ctx, reply);
+    s.bulk_bytes.fetch_add(bulk.size() + (st.ok() ? ctx->bulk_out.size() : 0),
+                           std::memory_order_relaxed);
+    return st;
+  }
+
+  Status Dispatch(ServerSession& s, const FrameHeader& h, std::string_view body, RpcContext& ctx,
+                  std::string* reply) {
+    if (h.opcode == proto::OP_CONNECT) return HandleConnect(s, body, reply);
+    if (!s.connected) {
       return Status(Code::kProtocol, "the first request on a connection must be CONNECT");
     }
-    if (c.hdr.opcode == proto::OP_PING) {
-      *reply = c.body;  // echoes the Ping message
+    if (h.opcode == proto::OP_PING) {
+      *reply = body;  // echoes the Ping message
       return Status::Ok();
     }
-    auto it = handlers_.find(c.hdr.opcode);
+    if (h.opcode == proto::OP_LNET_PEERS) return ListPeers(reply);
+    auto it = handlers_.find(h.opcode);
     if (it == handlers_.end()) {
       return Status(Code::kBadOpcode, options_.name + " does not serve opcode " +
-                                          std::to_string(c.hdr.opcode));
+                                          std::to_string(h.opcode));
     }
-    const bool cached = cached_opcodes_.count(c.hdr.opcode) > 0 && !c.client_uuid.empty();
+    const bool cached = cached_opcodes_.count(h.opcode) > 0 && !s.client_uuid.empty();
     if (cached) {
-      if (std::optional<CachedReply> old = reply_cache_.Begin(c.client_uuid, c.hdr.xid)) {
+      if (std::optional<CachedReply> old = reply_cache_.Begin(s.client_uuid, h.xid)) {
         LOG_INFO("{}: resent xid {} from {} answered from the reply cache", options_.name,
-                 c.hdr.xid, c.client_uuid);
+                 h.xid, s.client_uuid);
         *reply = std::move(old->body);
         return old->status;
       }
     }
     Status st;
     try {
-      st = it->second(ctx, c.body, reply);
+      st = it->second(ctx, body, reply);
     } catch (const std::exception& e) {
       st = Status(Code::kInternal, std::string("handler failed: ") + e.what());
     }
-    if (cached) reply_cache_.Complete(c.client_uuid, c.hdr.xid, {st, st.ok() ? *reply : ""});
+    if (cached) reply_cache_.Complete(s.client_uuid, h.xid, {st, st.ok() ? *reply : ""});
     return st;
   }
 
-  Status HandleConnect(Conn& c, std::string* reply) {
+  Status HandleConnect(ServerSession& s, std::string_view body, std::string* reply) {
     proto::ConnectRequest req;
-    if (!req.ParseFromString(c.body)) return Status(Code::kProtocol, "bad CONNECT body");
+    if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+      return Status(Code::kProtocol, "bad CONNECT body");
+    }
     if (req.version() != kWireVersion) {
       return Status(Code::kProtocol, "wire version " + std::to_string(req.version()) +
                                          " not supported (this server speaks " +
@@ -325,8 +394,9 @@ class RpcServer::Impl {
       return Status(Code::kWrongFs, "this server belongs to filesystem '" + options_.fsname +
                                         "', not '" + req.fsname() + "'");
     }
-    c.client_uuid = req.client_uuid();
-    c.connected = true;
+    s.client_uuid = req.client_uuid();
+    s.connected = true;
+    s.SetListedUuid(s.client_uuid);
     proto::ConnectReply rep;
     rep.set_version(kWireVersion);
     rep.set_server_uuid(options_.server_uuid);
@@ -335,37 +405,34 @@ class RpcServer::Impl {
     return Status::Ok();
   }
 
+  // OP_LNET_PEERS: every open connection and the LND carrying it.
+  Status ListPeers(std::string* reply) {
+    proto::PeersReply rep;
+    rep.set_listen_nid(listen_.ToString());
+    rep.set_lnd(std::string(LndName(lnd_)));
+    {
+      std::lock_guard lk(conns_mu_);
+      for (const auto& [id, c] : conns_) {
+        proto::PeerConnection* p = rep.add_connections();
+        p->set_address(c->session.peer);
+        p->set_lnd("tcp");
+        p->set_client_uuid(c->session.ListedUuid());
+        p->set_requests(c->session.requests.load(std::memory_order_relaxed));
+        p->set_bulk_bytes(c->session.bulk_bytes.load(std::memory_order_relaxed));
+      }
+    }
+#ifdef STRIA_HAVE_O2IB
+    if (o2ib_) o2ib_->ListConnections(&rep);
+#endif
+    rep.SerializeToString(reply);
+    return Status::Ok();
+  }
+
   void Handle(const std::shared_ptr<Conn>& c) {
     RpcContext ctx;
-    ctx.peer = c->peer;
-    ctx.client_uuid = c->client_uuid;
-    ctx.xid = c->hdr.xid;
-    ctx.opcode = c->hdr.opcode;
-    ctx.bulk_in = c->bulk.span();
     std::string reply;
-    Status st;
-    if (c->hdr.bulk_len > 0 && Crc32c(c->bulk.data(), c->bulk.size()) != c->hdr.bulk_crc) {
-      st = Status(Code::kChecksum, "request bulk checksum mismatch from " + c->peer);
-      LOG_WARN("{}: {}", options_.name, st.message());
-    } else {
-      st = Dispatch(*c, ctx, &reply);
-    }
-    FrameHeader h;
-    h.opcode = c->hdr.opcode;
-    h.xid = c->hdr.xid;
-    h.flags = kFlagReply;
-    h.status = static_cast<int32_t>(st.code());
-    if (!st.ok()) {
-      reply = st.message();
-      ctx.bulk_out = Buffer();
-    }
-    h.body_len = static_cast<uint32_t>(reply.size());
-    h.body_crc = Crc32c(reply.data(), reply.size());
-    h.bulk_len = ctx.bulk_out.size();
-    if (h.bulk_len) {
-      h.flags |= kFlagBulkCrc;
-      h.bulk_crc = Crc32c(ctx.bulk_out.data(), ctx.bulk_out.size());
-    }
+    Status st = HandleRequest(c->session, c->hdr, c->body, c->bulk.span(), &ctx, &reply);
+    FrameHeader h = ReplyHeader(c->hdr, st, &reply, &ctx.bulk_out);
     uint8_t hdr[kFrameHeaderSize];
     EncodeHeader(h, hdr);
     iovec iov[3] = {{hdr, sizeof hdr},
@@ -378,7 +445,7 @@ class RpcServer::Impl {
       Drop(c, "sending reply: " + sent.ToString());
       return;
     }
-    if (st.code() == Code::kProtocol && !c->connected) {
+    if (st.code() == Code::kProtocol && !c->session.connected) {
       Drop(c, st.message());
       return;
     }
@@ -391,7 +458,12 @@ class RpcServer::Impl {
   const std::unordered_set<uint16_t> cached_opcodes_;
   ReplyCache reply_cache_;
 
-  int listen_fd_ = -1;
+  Nid listen_;
+  Lnd lnd_ = Lnd::kTcp;  // the LND carrying listen_ here
+  int listen_fd_ = -1;   // TCP
+#ifdef STRIA_HAVE_O2IB
+  std::unique_ptr<o2ib::O2ibListener> o2ib_;
+#endif
   int epoll_fd_ = -1;
   int wake_fd_ = -1;
   uint16_t port_ = 0;

@@ -1,4 +1,7 @@
-// RpcServer: serves Stria RPCs on a NID (TCP LND).
+// RpcServer: serves Stria RPCs on a NID, on the LND that carries it here (lnet/lnd.h): TCP
+// connections as below, or o2ib connections whose completion channels share the same epoll
+// set and workers (lnet/o2ib/o2ib_server.h). Either way a request goes through one path
+// (lnet/internal/server_core.h): CONNECT, PING, OP_LNET_PEERS, handlers, the reply cache.
 //
 // Concurrency model: a fixed pool of worker_threads threads share one epoll set over the
 // listening socket and every connection (non-blocking sockets, EPOLLONESHOT). A thread takes

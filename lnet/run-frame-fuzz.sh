@@ -12,10 +12,12 @@ fi
 out="$build/fuzz"
 mkdir -p "$out/corpus"
 bin="$out/frame_fuzz"
-if [[ ! -x "$bin" || "$src/lnet/frame_fuzz.cc" -nt "$bin" || "$src/lnet/frame.cc" -nt "$bin" ]]; then
+if [[ ! -x "$bin" || "$src/lnet/frame_fuzz.cc" -nt "$bin" || "$src/lnet/frame.cc" -nt "$bin" ||
+      "$src/lnet/o2ib/o2ib_msg.cc" -nt "$bin" ]]; then
   "$cxx" -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined \
     -I"$src" -I"$build" \
-    "$src/lnet/frame_fuzz.cc" "$src/lnet/frame.cc" "$src/common/crc32c.cc" \
+    "$src/lnet/frame_fuzz.cc" "$src/lnet/frame.cc" "$src/lnet/o2ib/o2ib_msg.cc" \
+    "$src/lnet/o2ib/credits.cc" "$src/common/crc32c.cc" \
     "$src/common/status.cc" "$build/proto/stria.pb.cc" \
     -lprotobuf -lisal -lpthread -o "$bin"
 fi

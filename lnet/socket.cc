@@ -11,15 +11,13 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
-#include <mutex>
 
 #include "common/log.h"
 
 namespace stria::lnet {
 namespace {
 
-Result<sockaddr_in> Resolve(const Nid& nid) {
+Result<sockaddr_in> ResolveIpv4(const Nid& nid) {
   sockaddr_in sa{};
   sa.sin_family = AF_INET;
   sa.sin_port = htons(nid.port);
@@ -57,6 +55,8 @@ Status WaitFor(int fd, short events, Clock::time_point deadline) {
 
 }  // namespace
 
+Result<sockaddr_in> ResolveAddress(const Nid& nid) { return ResolveIpv4(nid); }
+
 void TuneSocket(int fd) {
   const int flags = fcntl(fd, F_GETFL, 0);
   fcntl(fd, F_SETFL, flags | O_NONBLOCK);
@@ -65,7 +65,7 @@ void TuneSocket(int fd) {
 }
 
 Result<int> TcpListen(const Nid& nid, int backlog) {
-  STRIA_ASSIGN_OR_RETURN(sockaddr_in sa, Resolve(nid));
+  STRIA_ASSIGN_OR_RETURN(sockaddr_in sa, ResolveIpv4(nid));
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus("socket", errno);
   int one = 1;
@@ -85,7 +85,7 @@ Result<int> TcpListen(const Nid& nid, int backlog) {
 }
 
 Result<int> TcpConnect(const Nid& nid, int timeout_ms) {
-  STRIA_ASSIGN_OR_RETURN(sockaddr_in sa, Resolve(nid));
+  STRIA_ASSIGN_OR_RETURN(sockaddr_in sa, ResolveIpv4(nid));
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus("socket", errno);
   TuneSocket(fd);
@@ -168,20 +168,6 @@ std::string PeerName(int fd) {
   char buf[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &sa.sin_addr, buf, sizeof buf);
   return std::string(buf) + ":" + std::to_string(ntohs(sa.sin_port));
-}
-
-void NoteRdmaFallback(const Nid& nid) {
-  if (nid.lnd != Lnd::kO2ib) return;
-  static std::once_flag once;
-  std::call_once(once, [&] {
-    std::error_code ec;
-    const bool has_device = std::filesystem::exists("/sys/class/infiniband", ec) &&
-                            !std::filesystem::is_empty("/sys/class/infiniband", ec);
-    LOG_WARN("{} names the o2ib LND but {}; using TCP to the same address and port",
-             nid.ToString(),
-             has_device ? "the RDMA LND is not built into this release"
-                        : "this machine has no RDMA device (/sys/class/infiniband is empty)");
-  });
 }
 
 }  // namespace stria::lnet

@@ -1,10 +1,12 @@
-// Small TCP helpers shared by the server and client sides of the TCP LND.
+// Small TCP helpers shared by the server and client sides of the TCP LND (and address
+// resolution, which the o2ib LND shares).
 //
 // Every socket is non-blocking; SendAll/RecvAll wait with poll(2) up to a deadline, so no call
 // blocks for ever on a stalled peer. Thread-safety: functions; a socket must not be read (or
 // written) by two threads at once.
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/uio.h>
 
 #include <chrono>
@@ -17,6 +19,9 @@
 namespace stria::lnet {
 
 using Clock = std::chrono::steady_clock;
+
+// The IPv4 address and port of nid (a host name is looked up). kDisconnected on failure.
+Result<sockaddr_in> ResolveAddress(const Nid& nid);
 
 // Resolves and binds a listening socket on nid's address and port (port 0: any).
 Result<int> TcpListen(const Nid& nid, int backlog = 1024);
@@ -35,8 +40,5 @@ void TuneSocket(int fd);
 
 uint16_t LocalPort(int fd);
 std::string PeerName(int fd);  // "ADDR:PORT"
-
-// Where an o2ib NID is asked for on a machine with no RDMA device, logs once why TCP is used.
-void NoteRdmaFallback(const Nid& nid);
 
 }  // namespace stria::lnet

@@ -2,6 +2,7 @@
 //
 //   stria-mds --fsname NAME --data DIR [--listen NID] [--port-file FILE] [--threads N]
 //             [--log-level LVL] [--root-squash UID:GID] [--client-lease-ms MS]
+//             [--lnet-fallback tcp|none] [--o2ib-poll]
 //
 // Formats DIR on first use; refuses a DIR of another filesystem (exit 1). Stops cleanly on
 // SIGTERM/SIGINT: the RPC server stops (handlers in flight finish), the destroy queue stops,
@@ -15,6 +16,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_server.h"
 #include "mds/destroy_queue.h"
@@ -65,6 +67,14 @@ int main(int argc, char** argv) {
                  "for it; a power loss may lose the last N ms of un-fsync'ed changes)")
       ->check(CLI::Range(0, 10'000))
       ->capture_default_str();
+  std::string lnet_fallback;
+  bool o2ib_poll = false;
+  app.add_option("--lnet-fallback", lnet_fallback,
+                 "tcp: carry o2ib NIDs over TCP where this host has no RDMA device "
+                 "(default none: such a NID is an error)")
+      ->check(CLI::IsMember({"tcp", "none"}));
+  app.add_flag("--o2ib-poll", o2ib_poll,
+               "busy-poll RDMA completion queues instead of sleeping on their channel");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -90,6 +100,11 @@ int main(int argc, char** argv) {
   auto nid = stria::lnet::Nid::Parse(listen);
   if (!nid.ok()) {
     fprintf(stderr, "stria-mds: --listen: %s\n", nid.status().ToString().c_str());
+    return 1;
+  }
+  if (stria::Status st = stria::lnet::ConfigureLndsFromOptions(lnet_fallback, o2ib_poll);
+      !st.ok() || !(st = stria::lnet::CheckNids({*nid})).ok()) {
+    fprintf(stderr, "stria-mds: %s\n", st.message().c_str());
     return 1;
   }
 

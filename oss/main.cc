@@ -2,7 +2,7 @@
 //
 //   stria-oss --mgs NIDLIST --ost INDEX:DIR [--ost INDEX:DIR ...] [--listen NID]
 //             [--port-file FILE] [--threads N] [--max-open-files N] [--log-level LVL]
-//             [--heartbeat-ms MS]
+//             [--heartbeat-ms MS] [--lnet-fallback tcp|none] [--o2ib-poll]
 //
 // Serves each OST directory (formatted on first use with the MGS's fsname), registers them
 // with the MGS every 5 s, and stops cleanly on SIGTERM/SIGINT. Exit 1 on bad options, an
@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "oss/oss_server.h"
 
@@ -70,6 +71,14 @@ int main(int argc, char** argv) {
                  "how often each OST re-registers with the MGS, with its free space (ms)")
       ->check(CLI::Range(100, 60'000))
       ->capture_default_str();
+  std::string lnet_fallback;
+  bool o2ib_poll = false;
+  app.add_option("--lnet-fallback", lnet_fallback,
+                 "tcp: carry o2ib NIDs over TCP where this host has no RDMA device "
+                 "(default none: such a NID is an error)")
+      ->check(CLI::IsMember({"tcp", "none"}));
+  app.add_flag("--o2ib-poll", o2ib_poll,
+               "busy-poll RDMA completion queues instead of sleeping on their channel");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -92,6 +101,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   options.listen = *nid;
+  std::vector<stria::lnet::Nid> all_nids = options.mgs_nids;
+  all_nids.push_back(*nid);
+  if (Status st = stria::lnet::ConfigureLndsFromOptions(lnet_fallback, o2ib_poll);
+      !st.ok() || !(st = stria::lnet::CheckNids(all_nids)).ok()) {
+    fmt::print(stderr, "stria-oss: {}\n", st.message());
+    return 1;
+  }
   for (const std::string& a : ost_args) {
     auto spec = stria::oss::ParseOstSpec(a);
     if (!spec.ok()) {

@@ -10,7 +10,7 @@ PACKAGES=(
   librocksdb-dev liburing-dev
   libprotobuf-dev protobuf-compiler
   libboost-dev
-  libibverbs-dev librdmacm-dev
+  libibverbs-dev librdmacm-dev rdma-core ibverbs-utils
   libgtest-dev libgmock-dev googletest
   libisal-dev libspdlog-dev libfmt-dev libcli11-dev
   fio iproute2 psmisc attr util-linux procps python3

@@ -3,13 +3,17 @@
 //   lctl [--mgs NID[,NID]] dl [-t]                 the MGS, the MDT and every OST
 //   lctl [--mgs NID[,NID]] get_param [-n] NAME...  tunables kept by the MGS (globs allowed)
 //   lctl [--mgs NID[,NID]] set_param [-P] NAME=VALUE...
-//   lctl list_nids                                 this host's NIDs
-//   lctl ping NID [TIMEOUT_SECONDS]                one OP_PING round trip
+//   lctl list_nids                                 this host's NIDs and the LND of each
+//   lctl ping NID [TIMEOUT_SECONDS]                one OP_PING round trip, and its LND
+//   lctl peers NID                                 the connections of the service at NID
+//                                                  and the LND carrying each (lnetctl-like)
 //   lctl [--mgs NID[,NID]] scrub [--ost INDEX] [--timeout SECONDS]
 //                                                  verify on-disk checksums (tools/lctl_scrub.h)
 //   lctl --version, lctl help
 //
 // Without --mgs, lctl talks to the MGS of the first Stria filesystem mounted here.
+// --lnet-fallback tcp (before the command) carries o2ib NIDs over TCP on a host without an
+// RDMA device (lnet/lnd.h).
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <net/if.h>
@@ -18,12 +22,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "common/log.h"
+#include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_client.h"
 #include "tools/fs_connect.h"
@@ -37,13 +43,16 @@ namespace {
 constexpr int kUsage = kUsageError;
 
 void PrintHelp(FILE* out) {
-  std::fputs("usage: lctl [--mgs NID[,NID]] COMMAND [ARGS]\n"
+  std::fputs("usage: lctl [--mgs NID[,NID]] [--lnet-fallback tcp|none] COMMAND [ARGS]\n"
              "Commands:\n"
              "  dl [-t]                      list the devices: MGS, MDT, OSTs (-t: their NIDs)\n"
              "  get_param [-n] NAME...       show tunables kept by the MGS (globs allowed)\n"
              "  set_param [-P] NAME=VALUE... set tunables (always persistent, on the MGS)\n"
-             "  list_nids                    show this host's NIDs\n"
+             "  list_nids                    show this host's NIDs (@o2ib where RDMA is) and\n"
+             "                               the LND that carries each\n"
              "  ping NID [TIMEOUT_SECONDS]   check that a Stria service answers at NID\n"
+             "  peers NID                    the connections of the service at NID and the\n"
+             "                               LND carrying each\n"
              "  scrub [--ost INDEX] [--timeout SECONDS]\n"
              "                               verify every object's checksums on the OSTs\n"
              "                               (all OSTs by default); exit 5 when corrupt\n"
@@ -193,24 +202,89 @@ int SetParam(const std::string& mgs, int argc, char** argv) {
   return rc;
 }
 
-int ListNids() {
+// The LND that carries `nid` here, for output: "tcp", "o2ib", or why it cannot be carried.
+std::string CarriedBy(const lnet::Nid& nid) {
+  Result<lnet::Lnd> lnd = lnet::ResolveLnd(nid);
+  if (!lnd.ok()) return "unavailable";
+  if (*lnd != nid.lnd) return std::string(lnet::LndName(*lnd)) + " (--lnet-fallback)";
+  return std::string(lnet::LndName(*lnd));
+}
+
+// True when the network interface `ifname` belongs to an RDMA device (IPoIB or RoCE).
+bool HasRdmaDevice(const std::string& ifname) {
+  std::error_code ec;
+  return std::filesystem::exists("/sys/class/net/" + ifname + "/device/infiniband", ec);
+}
+
+int ListNids(int argc, char** argv) {
+  bool verbose = false;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "-v") == 0) {
+      verbose = true;
+    } else {
+      return Usage((std::string("list_nids: unknown option '") + argv[i] + "'").c_str());
+    }
+  }
   ifaddrs* ifs = nullptr;
   if (getifaddrs(&ifs) != 0) {
     std::fprintf(stderr, "lctl list_nids: getifaddrs: %s\n", std::strerror(errno));
     return errno;
   }
-  std::vector<std::string> nids;
+  std::vector<lnet::Nid> nids;
   for (ifaddrs* i = ifs; i != nullptr; i = i->ifa_next) {
     if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
     if (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)) continue;
     char buf[INET_ADDRSTRLEN];
     const auto* sin = reinterpret_cast<const sockaddr_in*>(i->ifa_addr);
     if (inet_ntop(AF_INET, &sin->sin_addr, buf, sizeof(buf)) == nullptr) continue;
-    nids.push_back(std::string(buf) + "@tcp");
+    // An interface of an RDMA device is reached over o2ib; any other over tcp.
+    nids.push_back({HasRdmaDevice(i->ifa_name) ? lnet::Lnd::kO2ib : lnet::Lnd::kTcp, buf});
   }
   freeifaddrs(ifs);
-  if (nids.empty()) nids.push_back("127.0.0.1@tcp");
-  for (const std::string& n : nids) std::printf("%s\n", n.c_str());
+  if (nids.empty()) nids.push_back({lnet::Lnd::kTcp, "127.0.0.1"});
+  for (const lnet::Nid& n : nids) {
+    const std::string text = n.addr + "@" + std::string(lnet::LndName(n.lnd));
+    if (verbose) {
+      std::printf("%-24s lnd %s\n", text.c_str(), CarriedBy(n).c_str());
+    } else {
+      std::printf("%s\n", text.c_str());
+    }
+  }
+  if (verbose) {
+    const std::string why = lnet::O2ibUnavailableReason();
+    std::printf("o2ib: %s\n", why.empty() ? "available" : why.c_str());
+  }
+  return 0;
+}
+
+// lnetctl-like: what the service at NID is connected to, and over which LND.
+int Peers(int argc, char** argv) {
+  if (argc != 2) return Usage("peers: usage: peers NID");
+  auto nid = lnet::Nid::Parse(argv[1]);
+  if (!nid.ok()) return Usage(("peers: " + nid.status().message()).c_str());
+  lnet::ClientOptions opts;
+  opts.connect_timeout_ms = 5000;
+  opts.rpc_timeout_ms = 5000;
+  opts.retry_deadline_ms = 5000;
+  opts.max_connections = 1;
+  lnet::RpcClient rpc(*nid, opts);
+  proto::PeersRequest req;
+  proto::PeersReply rep;
+  Status st = rpc.Call(proto::OP_LNET_PEERS, req, &rep);
+  if (!st.ok()) {
+    std::fprintf(stderr, "lctl peers %s: %s\n", nid->ToString().c_str(), st.ToString().c_str());
+    return ExitCode(st);
+  }
+  std::printf("service:\n    - nid: %s\n      lnd: %s\npeer:\n", rep.listen_nid().c_str(),
+              rep.lnd().c_str());
+  for (const proto::PeerConnection& c : rep.connections()) {
+    std::printf("    - address: %s\n      lnd: %s\n      client_uuid: %s\n"
+                "      requests: %llu\n      bulk_bytes: %llu\n",
+                c.address().c_str(), c.lnd().c_str(),
+                c.client_uuid().empty() ? "-" : c.client_uuid().c_str(),
+                static_cast<unsigned long long>(c.requests()),
+                static_cast<unsigned long long>(c.bulk_bytes()));
+  }
   return 0;
 }
 
@@ -243,7 +317,7 @@ int Ping(int argc, char** argv) {
                  st.ToString().c_str());
     return ExitCode(st);
   }
-  std::printf("12345-%s\n", nid->ToString().c_str());
+  std::printf("12345-%s lnd %s\n", nid->ToString().c_str(), CarriedBy(*nid).c_str());
   return 0;
 }
 
@@ -271,6 +345,11 @@ int main(int argc, char** argv) {
     } else if (a.rfind("--mgs=", 0) == 0) {
       mgs = a.substr(6);
       ++i;
+    } else if (a == "--lnet-fallback" && i + 1 < argc) {
+      if (stria::Status st = stria::lnet::ConfigureLndsFromOptions(argv[i + 1], false); !st.ok()) {
+        return Usage(st.message().c_str());
+      }
+      i += 2;
     } else if (a == "--version") {
       std::printf("lctl %s (Stria)\n", STRIA_VERSION);
       return 0;
@@ -289,8 +368,9 @@ int main(int argc, char** argv) {
     PrintHelp(stdout);
     return 0;
   }
-  if (cmd == "list_nids") return ListNids();
+  if (cmd == "list_nids") return ListNids(nsub, sub);
   if (cmd == "ping") return Ping(nsub, sub);
+  if (cmd == "peers" || cmd == "peer_list") return Peers(nsub, sub);
   if (cmd == "dl" || cmd == "device_list") return Dl(mgs, nsub, sub);
   if (cmd == "get_param") return GetParam(mgs, nsub, sub);
   if (cmd == "set_param") return SetParam(mgs, nsub, sub);

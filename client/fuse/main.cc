@@ -1,6 +1,6 @@
 // stria-fuse and mount.stria: mount a Stria filesystem with FUSE.
 //
-//   stria-fuse DEVICE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]
+//   stria-fuse DEVICE MOUNTPOINT [-f] [-d] [-o opt[,opt...]] [--lnet-fallback tcp|none]
 //   mount.stria DEVICE DIR [-sfnv] [-o opts]        (what mount -t stria runs)
 //
 // DEVICE is NID[,NID...]:/fsname. Without -f the command returns only once the MGS answered
@@ -29,6 +29,7 @@
 #include "client/fuse/mount_options.h"
 #include "client/mount_spec.h"
 #include "common/log.h"
+#include "lnet/lnd.h"
 
 namespace stria::client::fuse {
 namespace {
@@ -41,6 +42,7 @@ struct Args {
   bool debug = false;
   bool fake = false;
   bool verbose = false;
+  std::string lnet_fallback;  // --lnet-fallback (the option lnet_fallback= does the same)
   std::vector<std::string> options;
 };
 
@@ -182,6 +184,10 @@ int Main(int argc, char** argv) {
       ->required();
   app.add_option("mountpoint", a.mountpoint, "the directory to mount on")->required();
   app.add_option("-o", a.options, "mount options, comma separated")->allow_extra_args(false);
+  app.add_option("--lnet-fallback", a.lnet_fallback,
+                 "tcp: carry o2ib NIDs over TCP where this host has no RDMA device "
+                 "(as -o lnet_fallback=tcp)")
+      ->check(CLI::IsMember({"tcp", "none"}));
   if (as_mount_helper) {
     bool sloppy = false, no_mtab = false;
     app.add_flag("-s", sloppy, "tolerate unknown options (accepted for mount(8))");
@@ -208,6 +214,12 @@ int Main(int argc, char** argv) {
   if (!S_ISDIR(st.st_mode)) return Fail(a, "mount point " + a.mountpoint + " is not a directory");
   auto mo = ParseMountOptions(a.options, a.device, geteuid() == 0);
   if (!mo.ok()) return Fail(a, mo.status().message());
+  // The MGS NIDs must be reachable on some LND here: an o2ib NID without a device fails now,
+  // with the one message, unless the fallback allows TCP.
+  Status lnd = lnet::ConfigureLndsFromOptions(
+      !a.lnet_fallback.empty() ? a.lnet_fallback : mo->lnet_fallback, mo->o2ib_poll);
+  if (lnd.ok()) lnd = lnet::CheckNids(spec->mgs_nids);
+  if (!lnd.ok()) return Fail(a, lnd.message());
   if (a.fake) return 0;
 
   if (a.foreground) return Serve(a, *spec, *mo, -1);

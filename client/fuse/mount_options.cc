@@ -87,6 +87,13 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
         m.log_file = value;
       } else if (key == "log_level") {
         m.log_level = value;
+      } else if (key == "lnet_fallback") {
+        if (value != "tcp" && value != "none") {
+          return Status(Code::kInval, "option lnet_fallback=" + value + ": tcp or none");
+        }
+        m.lnet_fallback = value;
+      } else if (o == "o2ib_poll") {
+        m.o2ib_poll = true;
       } else if (o == "allow_other") {
         allow_other = true;
       } else if (o == "noallow_other") {

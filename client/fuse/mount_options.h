@@ -14,6 +14,9 @@
 //                       network partitioned) before the syscall fails with EIO, default 300
 //   log=FILE            the daemon's log once in the background (default: none)
 //   log_level=LEVEL     trace, debug, info, warn, error
+//   lnet_fallback=tcp   carry o2ib NIDs over TCP where this host has no RDMA device
+//                       (lnet/lnd.h; the same as stria-fuse --lnet-fallback tcp)
+//   o2ib_poll           busy-poll RDMA completion queues
 //   noallow_other       do not add allow_other
 //   nodefault_permissions  leave permission checks to the MDS alone (cached dentries then
 //                       skip the search permission of directories)
@@ -37,6 +40,8 @@ struct MountOptions {
   int timeout_s = 300;
   std::string log_file;
   std::string log_level;
+  std::string lnet_fallback;  // "tcp", "none" or empty (the process default)
+  bool o2ib_poll = false;
   bool default_permissions = true;  // the kernel checks mode bits too
 
   // "opt1,opt2,..." for libfuse's -o.

@@ -49,5 +49,18 @@ TEST(MountOptions, Timeout) {
   EXPECT_EQ(m->FuseOptString().find("timeout"), std::string::npos);  // not passed to libfuse
 }
 
+TEST(MountOptions, LnetFallbackAndO2ibPoll) {
+  auto d = ParseMountOptions({}, "a@o2ib:/fs", true);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->lnet_fallback, "");
+  EXPECT_FALSE(d->o2ib_poll);
+  auto m = ParseMountOptions({"lnet_fallback=tcp,o2ib_poll"}, "a@o2ib:/fs", true);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->lnet_fallback, "tcp");
+  EXPECT_TRUE(m->o2ib_poll);
+  EXPECT_EQ(m->FuseOptString().find("lnet"), std::string::npos);  // not passed to libfuse
+  EXPECT_FALSE(ParseMountOptions({"lnet_fallback=udp"}, "a@o2ib:/fs", true).ok());
+}
+
 }  // namespace
 }  // namespace stria::client::fuse

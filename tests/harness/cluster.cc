@@ -389,7 +389,9 @@ void Cluster::Cleanup() {
 }
 
 std::string Cluster::mount_point(int m) const { return dir_ + "/mnt" + std::to_string(m); }
-std::string Cluster::mgs_nid() const { return "127.0.0.1@tcp:" + std::to_string(mds_port_); }
+std::string Cluster::mgs_nid() const {
+  return "127.0.0.1@" + options_.net + ":" + std::to_string(mds_port_);
+}
 std::string Cluster::device() const { return mgs_nid() + ":/" + options_.fsname; }
 std::string Cluster::ost_dir(int ost_idx) const {
   return dir_ + "/ost" + std::to_string(ost_idx);
@@ -450,10 +452,10 @@ Status Cluster::StartMds() {
   if (mds_.pid > 0) return Status(Code::kBusy, "stria-mds already running");
   std::string port_file = dir_ + "/mds.port";
   unlink(port_file.c_str());
+  const std::string listen = (netns_.empty() ? "127.0.0.1@" : "0.0.0.0@") + options_.net + ":" +
+                             std::to_string(mds_port_);
   std::vector<std::string> argv = {BinPath("stria-mds"), "--fsname", options_.fsname,
-                                   "--data", dir_ + "/mds",
-                                   "--listen", (netns_.empty() ? "127.0.0.1@tcp:" : "0.0.0.0@tcp:") +
-                                                   std::to_string(mds_port_),
+                                   "--data", dir_ + "/mds", "--listen", listen,
                                    "--port-file", port_file};
   argv.insert(argv.end(), options_.mds_args.begin(), options_.mds_args.end());
   STRIA_ASSIGN_OR_RETURN(mds_.pid, Spawn(argv, mds_log()));
@@ -494,7 +496,7 @@ Status Cluster::StartOssLocked(int i) {
             "--listen", ns->ns_addr + "@tcp:" + std::to_string(p.port)};
   } else {
     argv = {BinPath("stria-oss"), "--mgs", mgs_nid(),
-            "--listen", "127.0.0.1@tcp:" + std::to_string(p.port)};
+            "--listen", "127.0.0.1@" + options_.net + ":" + std::to_string(p.port)};
   }
   argv.push_back("--port-file");
   argv.push_back(port_file);

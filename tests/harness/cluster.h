@@ -58,6 +58,10 @@ struct ClusterOptions {
   // OST index -> size in bytes of a tmpfs mounted on its directory before the OSS formats it.
   std::vector<std::pair<int, uint64_t>> tmpfs_ost_bytes;
   std::vector<std::string> oss_args;      // extra arguments for every stria-oss
+  // The network of every NID the daemons and mounts are given ("tcp" or "o2ib"). With
+  // "o2ib" on a host without an RDMA device, pass --lnet-fallback tcp in mds_args and
+  // oss_args and lnet_fallback=tcp in fuse_options (tests/o2ib_fallback_test.cc).
+  std::string net = "tcp";
 };
 
 // The result of running a command to completion.
@@ -134,7 +138,7 @@ class Cluster {
   const std::string& dir() const { return dir_; }
   std::string mount_point(int m = 0) const;
   uint16_t mgs_port() const { return mds_port_; }
-  std::string mgs_nid() const;   // "127.0.0.1@tcp:PORT"
+  std::string mgs_nid() const;   // "127.0.0.1@tcp:PORT" (@o2ib with net = "o2ib")
   std::string device() const;    // "127.0.0.1@tcp:PORT:/fsname"
   std::string ost_dir(int ost_idx) const;
   std::string mds_log() const;

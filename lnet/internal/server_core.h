@@ -1,0 +1,62 @@
+// The request handling every LND's server side shares (RpcServer implements it): what a
+// server knows about one client connection, and the one path from a received request to
+// its reply, so CONNECT, PING, the handlers, the reply cache and bulk checksums behave the
+// same over TCP and o2ib.
+// Thread-safety: a ServerSession is touched by the thread that owns its connection; its
+// counters are atomics so a peer listing may read them at any time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "lnet/buffer.h"
+#include "lnet/frame.h"
+#include "lnet/nid.h"
+#include "lnet/rpc_server.h"
+
+namespace stria::lnet {
+
+struct ServerSession {
+  std::string peer;         // "ADDR:PORT"
+  Lnd lnd = Lnd::kTcp;      // the LND carrying the connection
+  std::string client_uuid;  // from CONNECT
+  bool connected = false;   // CONNECT received
+  std::atomic<uint64_t> requests{0};
+  std::atomic<uint64_t> bulk_bytes{0};  // request and reply bulk moved
+
+  // client_uuid as a peer listing on another thread may read it.
+  std::string ListedUuid() const {
+    std::lock_guard lk(mu);
+    return listed_uuid;
+  }
+  void SetListedUuid(const std::string& uuid) {
+    std::lock_guard lk(mu);
+    listed_uuid = uuid;
+  }
+
+ private:
+  mutable std::mutex mu;
+  std::string listed_uuid;  // GUARDED_BY(mu)
+};
+
+class RequestHandler {
+ public:
+  virtual ~RequestHandler() = default;
+  // Verifies the bulk's crc, then runs the request: CONNECT and PING here, any other opcode
+  // through its handler and the reply cache. Fills *reply (and ctx->bulk_out).
+  virtual Status HandleRequest(ServerSession& s, const FrameHeader& h, std::string_view body,
+                               std::span<const uint8_t> bulk, RpcContext* ctx,
+                               std::string* reply) = 0;
+};
+
+// The reply's frame header for a request answered with `st`. On an error *reply becomes the
+// error message and bulk_out is dropped.
+FrameHeader ReplyHeader(const FrameHeader& request, const Status& st, std::string* reply,
+                        Buffer* bulk_out);
+
+}  // namespace stria::lnet

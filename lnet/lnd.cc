@@ -1,0 +1,111 @@
+#include "lnet/lnd.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "common/log.h"
+#ifdef STRIA_HAVE_O2IB
+#include "lnet/o2ib/device.h"
+#endif
+
+namespace stria::lnet {
+namespace {
+
+std::mutex config_mu;
+bool configured = false;  // GUARDED_BY(config_mu)
+LndConfig config;         // GUARDED_BY(config_mu)
+
+LndConfig FromEnvironment() {
+  LndConfig c;
+  if (const char* env = std::getenv("STRIA_LNET_FALLBACK"); env != nullptr && *env != '\0') {
+    Result<LndFallback> f = ParseLndFallback(env);
+    if (f.ok()) {
+      c.fallback = *f;
+    } else {
+      LOG_WARN("STRIA_LNET_FALLBACK ignored: {}", f.status().message());
+    }
+  }
+  return c;
+}
+
+}  // namespace
+
+void ConfigureLnds(const LndConfig& c) {
+  std::lock_guard lk(config_mu);
+  config = c;
+  configured = true;
+}
+
+LndConfig CurrentLndConfig() {
+  std::lock_guard lk(config_mu);
+  if (!configured) {
+    config = FromEnvironment();
+    configured = true;
+  }
+  return config;
+}
+
+Result<LndFallback> ParseLndFallback(std::string_view text) {
+  if (text == "tcp") return LndFallback::kTcp;
+  if (text == "none") return LndFallback::kNone;
+  return Status(Code::kInval, "lnet fallback '" + std::string(text) + "' is not tcp or none");
+}
+
+std::string_view LndName(Lnd lnd) { return lnd == Lnd::kO2ib ? "o2ib" : "tcp"; }
+
+bool O2ibBuilt() {
+#ifdef STRIA_HAVE_O2IB
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string O2ibUnavailableReason() {
+  static const std::string reason = [] {
+#ifdef STRIA_HAVE_O2IB
+    return o2ib::ProbeDevices();
+#else
+    return std::string(
+        "this build has no o2ib LND (libibverbs and librdmacm were not found when it was built)");
+#endif
+  }();
+  return reason;
+}
+
+Result<Lnd> ResolveLnd(const Nid& nid) {
+  if (nid.lnd == Lnd::kTcp) return Lnd::kTcp;
+  const std::string why = O2ibUnavailableReason();
+  if (why.empty()) return Lnd::kO2ib;
+  if (CurrentLndConfig().fallback == LndFallback::kTcp) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      LOG_WARN(
+          "o2ib: {}; carrying o2ib NIDs over TCP to the same address and port "
+          "(--lnet-fallback tcp)",
+          why);
+    });
+    return Lnd::kTcp;
+  }
+  return Status(Code::kNoDev, "o2ib: " + why + " for " + nid.ToString() +
+                                  "; use --lnet-fallback tcp to carry o2ib NIDs over TCP");
+}
+
+Status ConfigureLndsFromOptions(std::string_view fallback, bool o2ib_poll) {
+  LndConfig c = CurrentLndConfig();
+  if (!fallback.empty()) {
+    Result<LndFallback> f = ParseLndFallback(fallback);
+    if (!f.ok()) return Status(Code::kInval, "--lnet-fallback: " + f.status().message());
+    c.fallback = *f;
+  }
+  c.o2ib.poll = o2ib_poll;
+  ConfigureLnds(c);
+  return Status::Ok();
+}
+
+Status CheckNids(const std::vector<Nid>& nids) {
+  for (const Nid& nid : nids) STRIA_RETURN_IF_ERROR(ResolveLnd(nid).status());
+  return Status::Ok();
+}
+
+}  // namespace stria::lnet
