@@ -101,11 +101,16 @@ class ClientImpl final : public Client, private OstTransport {
 
   Status MdsCallRaw(proto::Opcode op, std::string_view req, std::string* rep,
                     int retry_deadline_ms = -1) override {
+    return MdsCallBulk(static_cast<uint16_t>(op), req, rep, {}, retry_deadline_ms);
+  }
+
+  Status MdsCallBulk(uint16_t op, std::string_view req, std::string* rep,
+                     const lnet::CallBulk& bulk, int retry_deadline_ms = -1) override {
     const size_t n = mds_.size();
     size_t idx = mds_index_.load();
     Status st;
     for (size_t attempt = 0; attempt < n; ++attempt) {
-      st = mds_[idx]->CallRaw(static_cast<uint16_t>(op), req, rep, {}, retry_deadline_ms);
+      st = mds_[idx]->CallRaw(op, req, rep, bulk, retry_deadline_ms);
       if (st.ok() || !st.retryable()) {
         if (attempt > 0) mds_index_.store(idx);
         return st;

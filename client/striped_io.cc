@@ -89,6 +89,17 @@ StripedIo::StripedIo(OstTransport* transport, internal::ThreadPool* pool,
     : transport_(transport), pool_(pool), max_rpc_bytes_(max_rpc_bytes) {}
 
 template <typename Req, typename Rep>
+Status StripedIo::CallMds(uint16_t opcode, const Req& req, Rep* rep, const lnet::CallBulk& bulk) {
+  std::string body, reply;
+  req.SerializeToString(&body);
+  STRIA_RETURN_IF_ERROR(transport_->MdsCallBulk(opcode, body, &reply, bulk));
+  if (!rep->ParseFromString(reply)) {
+    return Status(Code::kProtocol, "MDS reply does not parse as " + rep->GetTypeName());
+  }
+  return Status::Ok();
+}
+
+template <typename Req, typename Rep>
 Status StripedIo::Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* rep,
                        const lnet::CallBulk& bulk) {
   std::string body, reply;
@@ -115,6 +126,19 @@ Result<std::vector<StripedIo::PlannedIo>> StripedIo::Plan(const proto::Layout& l
     const uint64_t from = std::max(offset, e.start);
     const uint64_t to = std::min(end, e.end);
     if (from >= to) continue;
+    if (e.init && e.on_mdt) {
+      // Data-on-MDT: file offsets go to the MDS as they are, in RPCs of at most max_rpc_bytes.
+      for (uint64_t pos = from; pos < to;) {
+        const uint64_t n = std::min(to - pos, max_rpc_bytes_ == 0 ? to - pos : max_rpc_bytes_);
+        ObjectIo io;
+        io.obj_offset = pos;
+        io.length = n;
+        io.segments.push_back({pos - offset, n});
+        out.push_back({e.plain, std::move(io), /*on_mdt=*/true});
+        pos += n;
+      }
+      continue;
+    }
     if (!e.init) {
       if (kind == IoKind::kWrite) {
         return Status(Code::kInval, "layout component [" + std::to_string(e.start) + ", " +
@@ -149,14 +173,25 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
   STRIA_RETURN_IF_ERROR(internal::ParallelFor(pool_, plan.size(), [&](size_t i) -> Status {
     const ObjectIo& io = plan[i].io;
     uint8_t* dst = buf.data() + io.segments.front().buf_offset;
-    proto::OstIoRequest req;
-    *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
-    req.set_offset(io.obj_offset);
-    req.set_length(io.length);
     size_t got = 0;
     lnet::CallBulk bulk;
     bulk.in = std::span<uint8_t>(dst, io.length);
     bulk.in_len = &got;
+    if (plan[i].on_mdt) {
+      proto::DomIoRequest req;
+      req.set_ino(layout.ino());
+      req.set_offset(io.obj_offset);
+      req.set_length(io.length);
+      proto::DomIoReply rep;
+      STRIA_RETURN_IF_ERROR(CallMds(proto::OP_MDS_DOM_READ, req, &rep, bulk));
+      if (got > io.length) return Status(Code::kProtocol, "MDS returned too many DoM bytes");
+      if (got < io.length) std::memset(dst + got, 0, io.length - got);
+      return Status::Ok();
+    }
+    proto::OstIoRequest req;
+    *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
+    req.set_offset(io.obj_offset);
+    req.set_length(io.length);
     proto::OstIoReply rep;
     Status st = Call(req.object().ost_idx(), proto::OP_OST_READ, req, &rep, bulk);
     if (st.code() == Code::kNoEnt) {
@@ -190,13 +225,24 @@ Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
       iov[s].iov_base = const_cast<uint8_t*>(data.data() + io.segments[s].buf_offset);
       iov[s].iov_len = io.segments[s].length;
     }
+    lnet::CallBulk bulk;
+    bulk.out = iov;
+    if (plan[i].on_mdt) {
+      proto::DomIoRequest req;
+      req.set_ino(layout.ino());
+      req.set_offset(io.obj_offset);
+      req.set_length(io.length);
+      req.set_sync(sync);
+      proto::DomIoReply rep;
+      STRIA_RETURN_IF_ERROR(CallMds(proto::OP_MDS_DOM_WRITE, req, &rep, bulk));
+      if (rep.length() != io.length) return Status(Code::kIO, "short Data-on-MDT write");
+      return Status::Ok();
+    }
     proto::OstIoRequest req;
     *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
     req.set_offset(io.obj_offset);
     req.set_length(io.length);
     req.set_sync(sync);
-    lnet::CallBulk bulk;
-    bulk.out = iov;
     proto::OstIoReply rep;
     STRIA_RETURN_IF_ERROR(Call(req.object().ost_idx(), proto::OP_OST_WRITE, req, &rep, bulk));
     if (rep.length() != io.length) {
@@ -211,7 +257,7 @@ Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
 Result<std::vector<StripedIo::StripeRef>> StripedIo::Stripes(const proto::Layout& layout) {
   std::vector<StripeRef> out;
   for (const LayoutExtent& e : LayoutExtents(layout)) {
-    if (!e.init) continue;
+    if (!e.init || e.on_mdt) continue;
     STRIA_ASSIGN_OR_RETURN(StripeGeometry g, LayoutGeometry(*e.plain));
     for (uint32_t s = 0; s < g.stripe_count; ++s) out.push_back({e, g, s});
   }
@@ -236,6 +282,11 @@ Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size) {
 }
 
 Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end) {
+  // The Data-on-MDT part: zeros written over it (at most the DoM component, small).
+  if (const uint64_t dom_end = DomEnd(layout); offset < dom_end) {
+    const std::vector<uint8_t> zeros(std::min(end, dom_end) - offset, 0);
+    STRIA_RETURN_IF_ERROR(Write(layout, offset, zeros, /*sync=*/false));
+  }
   STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
   return internal::ParallelFor(pool_, stripes.size(), [&](size_t i) -> Status {
     // The bytes of object s inside file range [from, to) are its object offsets
@@ -257,6 +308,13 @@ Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uin
 }
 
 Status StripedIo::SyncObjects(const proto::Layout& layout) {
+  if (DomEnd(layout) > 0) {
+    // The Data-on-MDT bytes are in the MDS's WAL: syncing it makes them durable.
+    proto::SyncRequest req;
+    req.set_ino(layout.ino());
+    proto::SyncReply rep;
+    STRIA_RETURN_IF_ERROR(CallMds(proto::OP_MDS_SYNC, req, &rep));
+  }
   std::map<uint32_t, proto::OstSyncRequest> per_ost;
   for (const proto::StripeObject* o : AllObjects(layout)) {
     proto::OstSyncRequest& req = per_ost[o->ost_idx()];

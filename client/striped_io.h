@@ -1,7 +1,9 @@
 // StripedIo: file data over a layout, as OST RPCs: a plain RAID-0 layout (common/layout.h)
 // or a composite one (proto/layout_components.h), whose components each stripe their own
 // extent of the file. A read of an uninstantiated component reads a hole; a write to one is
-// refused (the caller instantiates it first with OP_MDS_LAYOUT_INTENT).
+// refused (the caller instantiates it first with OP_MDS_LAYOUT_INTENT). A Data-on-MDT
+// component's bytes go to the MDS (OP_MDS_DOM_READ/WRITE, named by the layout's ino); its
+// truncation is the MDS's own part of SETATTR, so TruncateObjects leaves it alone.
 //
 // One call (a read, a write, a truncate, ...) becomes at most one RPC per object per
 // contiguous object range: the pieces MapExtent yields are merged per object where their
@@ -67,6 +69,9 @@ class OstTransport {
   // One RPC to OST `ost_idx`, retried/redirected as the implementation sees fit.
   virtual Status OstCallRaw(uint32_t ost_idx, uint16_t opcode, std::string_view request,
                             std::string* reply, const lnet::CallBulk& bulk) = 0;
+  // One MDS RPC with bulk: the Data-on-MDT reads and writes (OP_MDS_DOM_*) and OP_MDS_SYNC.
+  virtual Status MdsCallBulk(uint16_t opcode, std::string_view request, std::string* reply,
+                             const lnet::CallBulk& bulk, int retry_deadline_ms = -1) = 0;
 };
 
 class StripedIo {
@@ -85,10 +90,12 @@ class StripedIo {
   Result<uint64_t> GlimpseSize(const proto::Layout& layout);
 
  private:
-  // One RPC of a call, with the plain layout whose object it addresses.
+  // One RPC of a call, with the plain layout whose object it addresses (on_mdt: the bytes
+  // io.obj_offset.. are file bytes of the Data-on-MDT component; io.stripe is 0).
   struct PlannedIo {
     const proto::Layout* plain;
     ObjectIo io;
+    bool on_mdt = false;
   };
   // One stripe object of an instantiated extent.
   struct StripeRef {
@@ -107,6 +114,8 @@ class StripedIo {
   template <typename Req, typename Rep>
   Status Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* rep,
               const lnet::CallBulk& bulk = {});
+  template <typename Req, typename Rep>
+  Status CallMds(uint16_t opcode, const Req& req, Rep* rep, const lnet::CallBulk& bulk = {});
 
   OstTransport* const transport_;
   internal::ThreadPool* const pool_;

@@ -231,6 +231,45 @@ class MemoryOsts : public OstTransport {
     return Status(Code::kBadOpcode, "unexpected opcode");
   }
 
+  // Data-on-MDT bytes, per inode, as the MDS would keep them.
+  Status MdsCallBulk(uint16_t opcode, std::string_view request, std::string* reply,
+                     const lnet::CallBulk& bulk, int) override {
+    std::lock_guard lock(mu_);
+    ++rpcs_[opcode];
+    if (opcode == proto::OP_MDS_SYNC) {
+      proto::SyncReply().SerializeToString(reply);
+      return Status::Ok();
+    }
+    proto::DomIoRequest req;
+    req.ParseFromArray(request.data(), static_cast<int>(request.size()));
+    auto& file = dom_[req.ino()];
+    proto::DomIoReply rep;
+    if (opcode == proto::OP_MDS_DOM_WRITE) {
+      if (file.size() < req.offset() + req.length()) file.resize(req.offset() + req.length());
+      uint64_t pos = req.offset();
+      for (const iovec& v : bulk.out) {
+        std::memcpy(file.data() + pos, v.iov_base, v.iov_len);
+        pos += v.iov_len;
+      }
+      rep.set_length(req.length());
+    } else if (opcode == proto::OP_MDS_DOM_READ) {
+      uint64_t n = 0;
+      if (req.offset() < file.size()) n = std::min<uint64_t>(req.length(), file.size() - req.offset());
+      std::memcpy(bulk.in.data(), file.data() + req.offset(), n);
+      std::memset(bulk.in.data() + n, 0xEE, bulk.in.size() - n);
+      *bulk.in_len = n;
+      rep.set_length(n);
+    } else {
+      return Status(Code::kBadOpcode, "unexpected MDS opcode");
+    }
+    rep.SerializeToString(reply);
+    return Status::Ok();
+  }
+  std::vector<uint8_t> dom(uint64_t ino) {
+    std::lock_guard lock(mu_);
+    return dom_[ino];
+  }
+
   int rpcs(uint16_t op) {
     std::lock_guard lock(mu_);
     return rpcs_[op];
@@ -248,6 +287,7 @@ class MemoryOsts : public OstTransport {
   std::mutex mu_;
   std::map<std::pair<uint32_t, uint64_t>, std::vector<uint8_t>> objects_;
   std::map<uint16_t, int> rpcs_;
+  std::map<uint64_t, std::vector<uint8_t>> dom_;
 };
 
 proto::Layout MakeLayout(uint64_t stripe_size, uint32_t count, uint32_t first_ost,
@@ -472,6 +512,37 @@ TEST(StripedIoComposite, PunchFreesTheRangeInEveryComponent) {
   std::vector<uint8_t> back(12 * kS, 0xCD);
   ASSERT_EQ(*io.Read(layout, 12 * kS, 0, back), 12 * kS);
   EXPECT_TRUE(back == data);
+}
+
+TEST(StripedIoComposite, DataOnMdtBytesGoToTheMdsAndTheRestToOsts) {
+  internal::ThreadPool pool(2);
+  MemoryOsts osts;
+  StripedIo io(&osts, &pool, 64ull << 20);
+  // [0, 2S) on the MDT, then the 2-stripe and 3-stripe components.
+  proto::Layout layout = Composite(/*last_init=*/true);
+  layout.set_ino(77);
+  proto::LayoutComponent* dom = layout.mutable_components(0);
+  dom->mutable_layout()->clear_objects();
+  dom->mutable_layout()->set_pattern(proto::PATTERN_MDT);
+  auto data = Pattern(10 * kS + 3, 5);
+  ASSERT_TRUE(io.Write(layout, 0, data, false).ok());
+  // The MDS holds exactly the first 2S bytes; the OSTs the rest.
+  const auto on_mds = osts.dom(77);
+  ASSERT_EQ(on_mds.size(), 2 * kS);
+  EXPECT_TRUE(std::equal(on_mds.begin(), on_mds.end(), data.begin()));
+  std::vector<uint8_t> back(data.size(), 0xCD);
+  ASSERT_EQ(*io.Read(layout, data.size(), 0, back), data.size());
+  EXPECT_TRUE(back == data);
+  // A read of a never-written DoM tail is zeros; punch zeroes DoM bytes too.
+  ASSERT_TRUE(io.PunchObjects(layout, 10, 3 * kS).ok());
+  std::fill(data.begin() + 10, data.begin() + 3 * kS, 0);
+  ASSERT_EQ(*io.Read(layout, data.size(), 0, back), data.size());
+  EXPECT_TRUE(back == data);
+  // Sync reaches the MDS as well as each OST.
+  osts.ResetCounts();
+  ASSERT_TRUE(io.SyncObjects(layout).ok());
+  EXPECT_EQ(osts.rpcs(proto::OP_MDS_SYNC), 1);
+  EXPECT_EQ(osts.rpcs(proto::OP_OST_SYNC), 2);
 }
 
 TEST(ParallelFor, RunsEveryItemAndReportsFirstError) {

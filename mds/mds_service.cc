@@ -156,6 +156,25 @@ void MdsService::Register(lnet::RpcServer* server) {
   Add(server, OP_MDS_SYNC, &Sync);
   Add(server, OP_MDS_LAYOUT_INTENT, &LayoutIntent);
   Add(server, OP_MDS_FID2PATH, &Fid2Path);
+  RegisterDomOps(server);
+}
+
+void MdsService::RegisterDomOps(lnet::RpcServer* server) {
+  using namespace proto;  // NOLINT: opcode and message names
+  Namespace* ns = ns_;
+  ClientSessions* sessions = sessions_;
+  server->Register<DomIoRequest, DomIoReply>(
+      OP_MDS_DOM_READ,
+      [ns, sessions](lnet::RpcContext& ctx, const DomIoRequest& req, DomIoReply* rep) {
+        if (sessions) sessions->Touch(ctx.client_uuid);
+        return DomRead(*ns, req, &ctx.bulk_out, rep);
+      });
+  server->Register<DomIoRequest, DomIoReply>(
+      OP_MDS_DOM_WRITE,
+      [ns, sessions](lnet::RpcContext& ctx, const DomIoRequest& req, DomIoReply* rep) {
+        if (sessions) sessions->Touch(ctx.client_uuid);
+        return DomWrite(*ns, req, ctx.bulk_in, rep);
+      });
 }
 
 }  // namespace stria::mds

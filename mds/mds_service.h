@@ -57,6 +57,8 @@ class MdsService {
            Status (*fn)(Namespace&, const Req&, Rep*), bool kick = false);
   bool Journaled(proto::Opcode op) const;
   void RegisterSessionOps(lnet::RpcServer* server);
+  // Data-on-MDT reads and writes: they carry bulk, so they take the RpcContext.
+  void RegisterDomOps(lnet::RpcServer* server);
 
   Namespace* ns_;
   DestroyQueue* queue_;

@@ -26,6 +26,9 @@
 //   U<ino:be64>              an orphan: a regular file unlinked while open (its inode stays,
 //                            nlink 0, until the last close; orphans left at a restart are
 //                            removed when the MDS opens, objects queued for destruction)
+//   M<ino:be64><block:be32>  Data-on-MDT bytes of a regular file: block k holds file bytes
+//                            [k*64K, k*64K + value size); shorter or missing blocks are holes
+//                            (mds/dom.h)
 //   R<len:u8><client uuid><xid:be64>
 //                            the reply of a non-idempotent request, written in the batch of
 //                            the change it reports (mds/reply_journal.h), so a resend after a
@@ -58,6 +61,7 @@ inline constexpr char kPrefixParam = 'P';
 inline constexpr char kPrefixDestroy = 'Q';
 inline constexpr char kPrefixReply = 'R';
 inline constexpr char kPrefixOrphan = 'U';
+inline constexpr char kPrefixDom = 'M';
 
 // Appends v big-endian.
 inline void PutBe64(std::string* out, uint64_t v) {
@@ -114,6 +118,17 @@ inline std::string ParamKey(std::string_view name) {
 inline std::string OrphanKey(uint64_t ino) {
   std::string k(1, kPrefixOrphan);
   PutBe64(&k, ino);
+  return k;
+}
+// The prefix of a file's Data-on-MDT blocks (and, with block, one block).
+inline std::string DomKey(uint64_t ino) {
+  std::string k(1, kPrefixDom);
+  PutBe64(&k, ino);
+  return k;
+}
+inline std::string DomKey(uint64_t ino, uint32_t block) {
+  std::string k = DomKey(ino);
+  PutBe32(&k, block);
   return k;
 }
 inline std::string DestroyKey(uint64_t seq) {

@@ -4,6 +4,8 @@
 
 #include <sys/stat.h>
 
+#include "common/log.h"
+#include "mds/dom.h"
 #include "mds/mds_record.pb.h"
 #include "mds/reply_journal.h"
 #include "mds/schema.h"
@@ -56,6 +58,10 @@ void Txn::RemoveInode(uint64_t ino) {
       id->set_group(o->group());
     }
     batch_.Put(DestroyKey(super_.destroy_seq++), q.SerializeAsString());
+  }
+  if (it != inodes_.end() && it->second.is_reg() && DomEnd(it->second.layout) > 0) {
+    Status st = DomTruncateBlocks(ns_->db(), &batch_, ino, 0);
+    if (!st.ok()) LOG_WARN("inode {}: Data-on-MDT blocks not removed: {}", ino, st.ToString());
   }
   batch_.Delete(InodeKey(ino));
   batch_.Delete(OrphanKey(ino));

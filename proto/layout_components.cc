@@ -12,8 +12,10 @@ std::vector<LayoutExtent> LayoutExtents(const proto::Layout& l) {
   }
   out.reserve(static_cast<size_t>(l.components_size()));
   for (const proto::LayoutComponent& c : l.components()) {
+    const bool mdt = c.layout().pattern() == proto::PATTERN_MDT;
     out.push_back({c.start(), c.end(), &c.layout(), c.id(),
-                   (c.flags() & kLcmeFlInit) != 0 && c.layout().objects_size() > 0});
+                   (c.flags() & kLcmeFlInit) != 0 && (mdt || c.layout().objects_size() > 0),
+                   mdt});
   }
   return out;
 }
@@ -22,8 +24,15 @@ bool HasObjects(const proto::Layout& l) {
   if (!IsComposite(l)) return l.objects_size() > 0;
   for (const proto::LayoutComponent& c : l.components()) {
     if (c.layout().objects_size() > 0) return true;
+    if (c.layout().pattern() == proto::PATTERN_MDT && (c.flags() & kLcmeFlInit)) return true;
   }
   return false;
+}
+
+uint64_t DomEnd(const proto::Layout& l) {
+  if (!IsComposite(l)) return 0;
+  const proto::LayoutComponent& first = l.components(0);
+  return first.layout().pattern() == proto::PATTERN_MDT ? first.end() : 0;
 }
 
 bool RangeInstantiated(const proto::Layout& l, uint64_t start, uint64_t end) {
@@ -75,6 +84,12 @@ Status CheckComponentExtents(const proto::Layout& l) {
     }
     if (c.end() == kLayoutEof && i + 1 != l.components_size()) {
       return Status(Code::kInval, which + " ends at EOF but is not the last");
+    }
+    if (c.layout().pattern() == proto::PATTERN_MDT && i != 0) {
+      return Status(Code::kInval, which + ": only the first component may be on the MDT");
+    }
+    if (c.layout().pattern() == proto::PATTERN_MDT && c.end() == kLayoutEof) {
+      return Status(Code::kInval, which + ": a Data-on-MDT component cannot end at EOF");
     }
     expect = c.end();
   }

@@ -7,6 +7,10 @@
 // the whole file puts them). A component has objects once it is instantiated (LCME_FL_INIT);
 // bytes of an uninstantiated component are holes. The last component may end before EOF:
 // nothing can be written past its end (EFBIG).
+//
+// A Data-on-MDT component (pattern PATTERN_MDT, only ever the first) stores its bytes on the
+// MDS instead of in OST objects: it has no objects, and is instantiated (LCME_FL_INIT) from
+// the start.
 // Thread-safety: pure functions over values.
 #pragma once
 
@@ -31,14 +35,19 @@ struct LayoutExtent {
   uint64_t end = kLayoutEof;
   const proto::Layout* plain = nullptr;  // points into the layout given
   uint32_t id = 0;                       // the component id (0 for a plain layout)
-  bool init = false;                     // has its objects
+  bool init = false;                     // has its objects (or lives on the MDS)
+  bool on_mdt = false;                   // Data-on-MDT: the bytes are the MDS's
 };
 
 // The extents of `l` in file order: one for a plain layout, one per component otherwise.
 std::vector<LayoutExtent> LayoutExtents(const proto::Layout& l);
 
-// Some stripe object exists (a plain layout with objects, or an instantiated component).
+// Some bytes have a place: a plain layout with objects, or an instantiated component
+// (OST objects or Data-on-MDT).
 bool HasObjects(const proto::Layout& l);
+
+// The end of the Data-on-MDT component, or 0 when the layout has none.
+uint64_t DomEnd(const proto::Layout& l);
 
 // Every extent that [start, end) reaches has its objects.
 bool RangeInstantiated(const proto::Layout& l, uint64_t start, uint64_t end);

@@ -57,6 +57,7 @@ std::string Printf(const char* fmt, auto... args) {
 
 std::string PatternName(proto::LayoutPattern pattern) {
   if (pattern == proto::PATTERN_RAID0) return "raid0";
+  if (pattern == proto::PATTERN_MDT) return "mdt";
   return Printf("%x", static_cast<unsigned>(pattern));
 }
 
@@ -76,17 +77,19 @@ void AppendPlainFile(std::string* out, const proto::Layout& layout, uint32_t f,
     p.Add(kFieldGeneration, "layout_gen:    ",
           std::to_string(skip_objects ? 0 : layout.generation()));
   }
+  const bool dom = layout.pattern() == proto::PATTERN_MDT;
   if (f & kFieldOffset) {
     const int64_t offset = !skip_objects && layout.objects_size() > 0
                                ? static_cast<int64_t>(layout.objects(0).ost_idx())
                                : static_cast<int64_t>(layout.stripe_offset());
-    p.Add(kFieldOffset, "stripe_offset: ", std::to_string(offset));
+    // A Data-on-MDT layout names its MDT, as Lustre's lov_dump_user_lmm_header.
+    p.Add(kFieldOffset, dom ? "mdt_index:     " : "stripe_offset: ", std::to_string(offset));
   }
   if ((f & kFieldPool) && !layout.pool().empty()) {
     p.Add(kFieldPool, "pool:          ", layout.pool());
   }
   p.Finish();
-  if (!(f & kFieldObjects) || skip_objects) return;
+  if (!(f & kFieldObjects) || skip_objects || dom) return;
   if (indent.empty()) {
     *out += "\tobdidx\t\t objid\t\t objid\t\t group\n";
     for (const auto& o : layout.objects()) {

@@ -136,6 +136,7 @@ int LfsSetstripe(int argc, char** argv) {
       {"stripe-size", required_argument, nullptr, 'S'},
       {"stripe_size", required_argument, nullptr, 'S'},
       {"component-end", required_argument, nullptr, 'E'},
+      {"layout", required_argument, nullptr, 'L'},
       {"comp-end", required_argument, nullptr, 'E'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
@@ -148,8 +149,20 @@ int LfsSetstripe(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":c:dE:i:o:p:S:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":c:dE:i:L:o:p:S:h", kLong, nullptr)) != -1) {
     switch (c) {
+      case 'L': {
+        const std::string pattern = optarg;
+        if (pattern == "mdt") {
+          cur->set_pattern(proto::PATTERN_MDT);
+        } else if (pattern == "raid0") {
+          cur->set_pattern(proto::PATTERN_RAID0);
+        } else {
+          return Usage(("invalid layout '" + pattern + "': mdt or raid0").c_str());
+        }
+        layout_given = true;
+        break;
+      }
       case 'E': {
         auto end = ParseComponentEnd(optarg);
         if (!end.ok()) return Usage(end.status().message().c_str());
@@ -228,7 +241,11 @@ int LfsSetstripe(int argc, char** argv) {
   if (IsComposite(args.layout)) {
     for (const proto::LayoutComponent& comp : args.layout.components()) {
       const uint64_t size = comp.layout().stripe_size();
-      if (size != 0 && comp.end() != kLayoutEof && comp.end() % size != 0) {
+      const bool dom = comp.layout().pattern() == proto::PATTERN_MDT;
+      if (dom && (comp.layout().stripe_count() != 0 || comp.layout().pool().size() > 0)) {
+        return Usage("a Data-on-MDT component (-L mdt) takes no -c or -p");
+      }
+      if (!dom && size != 0 && comp.end() != kLayoutEof && comp.end() % size != 0) {
         return Usage(("component end " + std::to_string(comp.end()) +
                       " is not a multiple of its stripe size " + std::to_string(size))
                          .c_str());

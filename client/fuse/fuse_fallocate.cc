@@ -37,6 +37,7 @@ Status StriaFs::DoFallocate(fuse_req_t req, FileHandle* fh, int mode, uint64_t o
   if (!fh->writable) return Status(Code::kBadF, "file not open for writing");
   const uint64_t end = offset + length;
   STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());
+  fh->inode->DropOpenData();
   if (mode == kPunch) {
     std::shared_ptr<const proto::Layout> layout = fh->inode->layout();
     if (!layout) return Status::Ok();

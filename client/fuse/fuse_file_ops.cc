@@ -53,6 +53,11 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   const proto::Attr& a = rep.attr();
   fh->relatime_due = RelatimeDue(a.atime_ns(), a.mtime_ns(), a.ctime_ns(), NowNs());
   inode->set_layout(layout);
+  // Read-on-open (Data-on-MDT): the bytes came with the reply; reads are served from them.
+  // Any other open replaces what an earlier one left, so no stale bytes outlive it.
+  inode->set_open_data(rep.has_data() && !(flags & O_TRUNC)
+                           ? std::make_shared<const std::string>(std::move(*rep.mutable_data()))
+                           : nullptr);
 
   if ((flags & O_TRUNC) && fh->writable && !just_created) {
     proto::SetattrRequest sr;
@@ -152,6 +157,12 @@ Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_
   fh->atime_ns.store(NowNs());  // reported at close (relatime, mds/ops/open_close.cc)
   const uint64_t size = fh->inode->known_size.load();
   if (offset >= size) return size_t{0};
+  if (std::shared_ptr<const std::string> data = fh->inode->open_data();
+      data != nullptr && data->size() == size) {
+    const size_t n = std::min<uint64_t>(buf.size(), size - offset);
+    std::memcpy(buf.data(), data->data() + offset, n);
+    return n;
+  }
   STRIA_ASSIGN_OR_RETURN(std::shared_ptr<const proto::Layout> layout,
                          ReadLayout(fh, offset, std::min<uint64_t>(size, offset + buf.size())));
   if (!layout) return size_t{0};
@@ -165,6 +176,7 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   }
   STRIA_ASSIGN_OR_RETURN(std::shared_ptr<const proto::Layout> layout,
                          WriteLayout(fh, offset, offset + data.size()));
+  fh->inode->DropOpenData();
   if (fh->sync_writes) {
     STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/true));
     fh->inode->NoteAcked(offset + data.size());

@@ -41,6 +41,7 @@ Status Inode::DrainWrites() {
 }
 
 void Inode::NoteTruncate(uint64_t size) {
+  DropOpenData();
   known_size.store(size);
   written_end.store(size);
   acked_end.store(size);
@@ -54,6 +55,16 @@ uint64_t Inode::ReportedSize(uint64_t mds_size) const {
 std::shared_ptr<const proto::Layout> Inode::layout() const {
   std::lock_guard lock(mu_);
   return layout_;
+}
+
+std::shared_ptr<const std::string> Inode::open_data() const {
+  std::lock_guard lock(mu_);
+  return open_data_;
+}
+
+void Inode::set_open_data(std::shared_ptr<const std::string> data) {
+  std::lock_guard lock(mu_);
+  open_data_ = std::move(data);
 }
 
 std::shared_ptr<const proto::Layout> Inode::set_layout(const proto::Layout& layout) {

@@ -80,9 +80,17 @@ struct Inode {
   // older reply never undoes an instantiation; returns the layout held afterwards.
   std::shared_ptr<const proto::Layout> set_layout(const proto::Layout& layout);
 
+  // Read-on-open: the whole file as the last open's reply carried it (a small Data-on-MDT
+  // file), served to reads until this client changes the file (DropOpenData on every write,
+  // truncate and punch) or another open brings newer bytes. Null when none.
+  std::shared_ptr<const std::string> open_data() const;
+  void set_open_data(std::shared_ptr<const std::string> data);
+  void DropOpenData() { set_open_data(nullptr); }
+
  private:
   mutable std::mutex mu_;
   std::shared_ptr<const proto::Layout> layout_;  // guarded by mu_
+  std::shared_ptr<const std::string> open_data_;  // guarded by mu_
 };
 
 class InodeTable {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/layout.h"
+#include "mds/dom.h"
 #include "mds/schema.h"
 #include "proto/layout_components.h"
 
@@ -38,7 +39,8 @@ proto::Layout BuiltinDefaultLayout() {
 namespace {
 
 Status CheckPlainRequest(const proto::Layout& l) {
-  if (l.pattern() != proto::PATTERN_NONE && l.pattern() != proto::PATTERN_RAID0) {
+  if (l.pattern() != proto::PATTERN_NONE && l.pattern() != proto::PATTERN_RAID0 &&
+      l.pattern() != proto::PATTERN_MDT) {
     return Status(Code::kInval, "unsupported layout pattern " + std::to_string(l.pattern()));
   }
   if (l.stripe_count() < -1 || l.stripe_count() > static_cast<int32_t>(kMaxStripeCount)) {
@@ -68,7 +70,8 @@ Status CheckLayoutRequest(const proto::Layout& l) {
     }
     STRIA_RETURN_IF_ERROR(CheckPlainRequest(c.layout()));
     const uint64_t size = c.layout().stripe_size();
-    if (size != 0 && c.end() != kLayoutEof && c.end() % size != 0) {
+    const bool mdt = c.layout().pattern() == proto::PATTERN_MDT;
+    if (!mdt && size != 0 && c.end() != kLayoutEof && c.end() % size != 0) {
       return Status(Code::kInval, "component end " + std::to_string(c.end()) +
                                       " is not a multiple of its stripe size " +
                                       std::to_string(size));
@@ -81,6 +84,7 @@ namespace {
 
 // Overlays the fields `over` sets onto the plain layout `base`.
 void OverlayPlain(proto::Layout* base, const proto::Layout& over) {
+  if (over.pattern() != proto::PATTERN_NONE) base->set_pattern(over.pattern());
   if (over.stripe_size() != 0) base->set_stripe_size(over.stripe_size());
   if (over.stripe_count() != 0) base->set_stripe_count(over.stripe_count());
   base->set_stripe_offset(over.stripe_offset());
@@ -93,6 +97,7 @@ void OverlayPlain(proto::Layout* base, const proto::Layout& over) {
 // inheriting from that same plain part.
 proto::Layout Overlay(const proto::Layout& base, const proto::Layout& over) {
   proto::Layout plain = IsComposite(base) ? BuiltinDefaultLayout() : base;
+  plain.set_pattern(proto::PATTERN_RAID0);  // Data-on-MDT is never inherited field by field
   if (!IsComposite(over)) {
     OverlayPlain(&plain, over);
     return plain;
@@ -191,7 +196,10 @@ Result<bool> InstantiateRange(Txn& txn, proto::Layout* l, uint64_t start, uint64
   bool changed = false;
   for (proto::LayoutComponent& c : *l->mutable_components()) {
     if (c.end() <= start || end <= c.start() || (c.flags() & kLcmeFlInit)) continue;
-    STRIA_RETURN_IF_ERROR(AllocateObjects(txn, c.mutable_layout()));
+    // A Data-on-MDT component needs no objects: its bytes are the MDS's.
+    if (c.layout().pattern() != proto::PATTERN_MDT) {
+      STRIA_RETURN_IF_ERROR(AllocateObjects(txn, c.mutable_layout()));
+    }
     c.set_flags(c.flags() | kLcmeFlInit);
     changed = true;
   }
@@ -199,10 +207,47 @@ Result<bool> InstantiateRange(Txn& txn, proto::Layout* l, uint64_t start, uint64
   return changed;
 }
 
+Status ApplyDomLimit(proto::Layout* l, uint64_t limit) {
+  if (!IsComposite(*l)) {
+    if (l->pattern() != proto::PATTERN_MDT) return Status::Ok();
+    // -L mdt: a file all on the MDT, up to the limit.
+    proto::Layout dom = *l;
+    l->Clear();
+    proto::LayoutComponent* c = l->add_components();
+    c->set_start(0);
+    c->set_end(limit);
+    *c->mutable_layout() = std::move(dom);
+  }
+  proto::LayoutComponent& first = *l->mutable_components(0);
+  if (first.layout().pattern() != proto::PATTERN_MDT) return Status::Ok();
+  if (limit == 0) {
+    return Status(Code::kInval, "Data-on-MDT is disabled (lod.*.dom_stripesize=0)");
+  }
+  if (first.end() > limit) {
+    // As Lustre: a DoM component larger than the MDT allows is cut to the limit.
+    if (l->components_size() > 1 && l->components(1).end() <= limit) {
+      return Status(Code::kInval, "the second component ends inside the Data-on-MDT limit " +
+                                      std::to_string(limit));
+    }
+    first.set_end(limit);
+    if (l->components_size() > 1) l->mutable_components(1)->set_start(limit);
+  }
+  proto::Layout* dom = first.mutable_layout();
+  dom->set_stripe_size(first.end());
+  dom->set_stripe_count(0);
+  dom->set_stripe_offset(0);  // the MDT index
+  dom->clear_pool();
+  return Status::Ok();
+}
+
 Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Layout* requested) {
   if (requested) STRIA_RETURN_IF_ERROR(CheckLayoutRequest(*requested));
   STRIA_ASSIGN_OR_RETURN(proto::Layout l, EffectiveDefault(txn, parent));
   if (requested) l = Overlay(l, *requested);
+  if (DomEnd(l) > 0 || (!IsComposite(l) && l.pattern() == proto::PATTERN_MDT)) {
+    STRIA_ASSIGN_OR_RETURN(uint64_t limit, DomStripeSize(txn.ns().db(), txn.ns().fsname()));
+    STRIA_RETURN_IF_ERROR(ApplyDomLimit(&l, limit));
+  }
   if (!IsComposite(l)) {
     STRIA_RETURN_IF_ERROR(AllocateObjects(txn, &l));
     return l;
@@ -211,6 +256,7 @@ Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Lay
   for (proto::LayoutComponent& c : *l.mutable_components()) {
     c.set_id(++id);
     c.set_flags(0);
+    if (c.layout().pattern() == proto::PATTERN_MDT) continue;
     c.mutable_layout()->set_pattern(proto::PATTERN_RAID0);
     const uint64_t size = c.layout().stripe_size();
     if (c.end() != kLayoutEof && c.end() % size != 0) {

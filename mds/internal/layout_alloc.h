@@ -61,6 +61,12 @@ proto::Layout MergeDefaults(const InodeRecord& root, const InodeRecord* dir);
 // (the others wait for OP_MDS_LAYOUT_INTENT), components numbered 1.. in order.
 Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Layout* requested);
 
+// Makes a Data-on-MDT request concrete under the limit lod.*.dom_stripesize: a plain
+// `-L mdt` layout becomes one MDT component [0, limit); a first MDT component past the limit
+// is cut to it (as Lustre); EINVAL when DoM is disabled (limit 0). The MDT component gets
+// stripe_size = its end, count 0, offset 0 (the MDT index), as lfs getstripe shows it.
+Status ApplyDomLimit(proto::Layout* l, uint64_t limit);
+
 // Allocates the objects of every component of `l` that [start, end) reaches and that has
 // none yet, marks them LCME_FL_INIT and bumps the generation: true when something changed.
 // A plain layout is always complete (false). EFBIG when `end` is past the last component.

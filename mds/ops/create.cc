@@ -75,6 +75,7 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
   switch (ft) {
     case proto::FT_REG:
       rec->layout = std::move(layout);
+      rec->layout.set_ino(a.ino());  // Data-on-MDT I/O names the file by it
       break;
     case proto::FT_DIR:
       a.set_nlink(2);

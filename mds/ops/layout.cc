@@ -49,7 +49,7 @@ Status SetDefaultLayout(Namespace& ns, const proto::SetDefaultLayoutRequest& req
       if (off >= 0 && txn.osts().count(static_cast<uint32_t>(off)) == 0) {
         return Status(Code::kInval, "stripe offset: OST index " + std::to_string(off) + " is unknown");
       }
-      p->set_pattern(proto::PATTERN_RAID0);
+      if (p->pattern() != proto::PATTERN_MDT) p->set_pattern(proto::PATTERN_RAID0);
     }
     dir->has_default_layout = true;
     dir->default_layout = std::move(l);

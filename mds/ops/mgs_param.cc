@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 
+#include "mds/dom.h"
 #include "mds/ops/ops.h"
 #include "mds/schema.h"
 #include "mds/txn.h"
@@ -31,6 +32,10 @@ Status SetParam(Namespace& ns, const proto::SetParamRequest& req, proto::SetPara
     return Status(Code::kInval, "param name must be 1-256 bytes of letters, digits, '.', '_', '-'");
   }
   if (req.value().size() > 4096) return Status(Code::kInval, "param value over 4096 bytes");
+  // Tunables the MDS itself reads are checked here, so a bad value is never stored.
+  if (IsDomStripeSizeParam(req.name()) && !req.value().empty()) {
+    STRIA_RETURN_IF_ERROR(ParseDomStripeSize(req.value()).status());
+  }
   std::lock_guard lock(ns.mutex());
   Txn txn(&ns);
   if (req.value().empty()) {

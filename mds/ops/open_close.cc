@@ -22,7 +22,9 @@
 #include "common/relatime.h"
 #include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
+#include "mds/dom.h"
 #include "mds/ops/ops.h"
+#include "proto/layout_components.h"
 #include "mds/txn.h"
 
 namespace stria::mds {
@@ -41,6 +43,19 @@ Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep)
   if (rec.is_dir() && (mask & kMayWrite)) return Status(Code::kIsDir, "cannot open a directory for writing");
   STRIA_RETURN_IF_ERROR(CheckAccess(rec.attr, req.cred(), mask));
   FillReply(rec, rep->mutable_attr(), rep->mutable_layout());
+  // Read-on-open: a small file all on the MDT comes with its bytes.
+  const uint64_t size = rec.attr.size();
+  if (rec.is_reg() && (mask & kMayRead) && !(req.flags() & O_TRUNC) && size <= kReadOnOpenMax &&
+      size <= DomEnd(rec.layout)) {
+    std::string* data = rep->mutable_data();
+    data->resize(size);
+    STRIA_ASSIGN_OR_RETURN(size_t n, DomReadBlocks(ns.db(), req.ino(), 0,
+                                                   std::span<uint8_t>(
+                                                       reinterpret_cast<uint8_t*>(data->data()),
+                                                       data->size())));
+    (void)n;  // bytes past the last stored one are holes: already zeros
+    rep->set_has_data(true);
+  }
   rep->set_handle(ns.RegisterOpenLocked(req.ino(), rec.is_reg()));
   return Status::Ok();
 }

@@ -7,7 +7,10 @@
 // network. Thread-safety: all are safe to call concurrently.
 #pragma once
 
+#include <span>
+
 #include "common/status.h"
+#include "lnet/buffer.h"
 #include "mds/namespace.h"
 #include "proto/stria.pb.h"
 
@@ -39,6 +42,11 @@ Status GetDefaultLayout(Namespace& ns, const proto::GetDefaultLayoutRequest& req
 Status LayoutIntent(Namespace& ns, const proto::LayoutIntentRequest& req,
                     proto::LayoutIntentReply* rep);
 Status Fid2Path(Namespace& ns, const proto::Fid2PathRequest& req, proto::Fid2PathReply* rep);
+// Data-on-MDT I/O: the read's bytes go to *data (the reply bulk), the write's come in `data`.
+Status DomRead(Namespace& ns, const proto::DomIoRequest& req, lnet::Buffer* data,
+               proto::DomIoReply* rep);
+Status DomWrite(Namespace& ns, const proto::DomIoRequest& req, std::span<const uint8_t> data,
+                proto::DomIoReply* rep);
 
 // ---- MGS ----
 Status RegisterOst(Namespace& ns, const proto::RegisterOstRequest& req,

@@ -13,10 +13,12 @@
 #include <mutex>
 
 #include "common/layout.h"
+#include "mds/dom.h"
 #include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
 #include "mds/ops/ops.h"
 #include "mds/txn.h"
+#include "proto/layout_components.h"
 
 namespace stria::mds {
 
@@ -71,6 +73,10 @@ Status Setattr(Namespace& ns, const proto::SetattrRequest& req, proto::AttrReply
       through_open_handle = ns.HandleOpenLocked(req.handle(), req.ino());
     }
     if (!through_open_handle) STRIA_RETURN_IF_ERROR(CheckAccess(a, cred, kMayWrite));
+    // The Data-on-MDT bytes are the MDS's to cut (the client truncated the OST objects).
+    if (DomEnd(rec->layout) > 0) {
+      STRIA_RETURN_IF_ERROR(DomTruncateBlocks(ns.db(), &txn.batch(), req.ino(), in.size()));
+    }
     a.set_size(in.size());
     a.set_mtime_ns(txn.now());
   }
