@@ -13,9 +13,9 @@ TEST(FidTest, RootAndNormalFids) {
 }
 
 TEST(FidTest, RoundTripsEveryShapeOfInode) {
-  for (uint64_t ino : {uint64_t{1}, uint64_t{2}, uint64_t{4095}, uint64_t{0x1ffff},
-                       uint64_t{0x20000}, uint64_t{0x20001}, uint64_t{123456789012},
-                       (uint64_t{1} << 50) + 7}) {
+  for (uint64_t ino :
+       {uint64_t{1}, uint64_t{2}, uint64_t{4095}, uint64_t{0x1ffff}, uint64_t{0x20000},
+        uint64_t{0x20001}, uint64_t{123456789012}, (uint64_t{1} << 50) + 7}) {
     auto back = InoOfFid(FidOfIno(ino));
     ASSERT_TRUE(back.ok()) << ino;
     EXPECT_EQ(*back, ino);
@@ -28,8 +28,8 @@ TEST(FidTest, RoundTripsEveryShapeOfInode) {
 TEST(FidTest, ParsesLustreSpellingsAndRefusesGarbage) {
   EXPECT_EQ(*ParseFid("0x200000401:0x1:0x0"), (Fid{0x200000401, 1, 0}));
   EXPECT_EQ(*ParseFid("[200000401:1:0]"), (Fid{0x200000401, 1, 0}));
-  for (const char* bad : {"", "[]", "[0x1:0x2]", "0x1:0x2:0x3:0x4", "[0x1:0x2:0x3",
-                          "0xg:0x1:0x0", "0x1:0x100000000:0x0", "1:2:"}) {
+  for (const char* bad : {"", "[]", "[0x1:0x2]", "0x1:0x2:0x3:0x4", "[0x1:0x2:0x3", "0xg:0x1:0x0",
+                          "0x1:0x100000000:0x0", "1:2:"}) {
     EXPECT_EQ(ParseFid(bad).status().code(), Code::kInval) << bad;
   }
   // Well-formed, but never handed out here.

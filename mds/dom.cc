@@ -17,7 +17,8 @@ uint32_t BlockOf(uint64_t offset) { return static_cast<uint32_t>(offset / kDomBl
 
 }  // namespace
 
-Result<size_t> DomReadBlocks(rocksdb::DB* db, uint64_t ino, uint64_t offset, std::span<uint8_t> out) {
+Result<size_t> DomReadBlocks(rocksdb::DB* db, uint64_t ino, uint64_t offset,
+                             std::span<uint8_t> out) {
   std::memset(out.data(), 0, out.size());
   if (out.empty()) return size_t{0};
   const uint64_t end = offset + out.size();
@@ -29,7 +30,8 @@ Result<size_t> DomReadBlocks(rocksdb::DB* db, uint64_t ino, uint64_t offset, std
     const rocksdb::Slice key = it->key();
     if (key.size() != prefix.size() + 4) return Status(Code::kCorrupt, "bad DoM block key");
     uint32_t block = 0;
-    for (size_t i = 0; i < 4; ++i) block = (block << 8) | static_cast<uint8_t>(key[prefix.size() + i]);
+    for (size_t i = 0; i < 4; ++i)
+      block = (block << 8) | static_cast<uint8_t>(key[prefix.size() + i]);
     const uint64_t start = block * kDomBlock;
     if (start >= end) break;
     const rocksdb::Slice v = it->value();
@@ -76,7 +78,8 @@ Status DomTruncateBlocks(rocksdb::DB* db, rocksdb::WriteBatch* batch, uint64_t i
     const rocksdb::Slice key = it->key();
     if (key.size() != prefix.size() + 4) return Status(Code::kCorrupt, "bad DoM block key");
     uint32_t block = 0;
-    for (size_t i = 0; i < 4; ++i) block = (block << 8) | static_cast<uint8_t>(key[prefix.size() + i]);
+    for (size_t i = 0; i < 4; ++i)
+      block = (block << 8) | static_cast<uint8_t>(key[prefix.size() + i]);
     const uint64_t start = block * kDomBlock;
     if (start >= size) {
       batch->Delete(key);
@@ -103,10 +106,20 @@ Result<uint64_t> ParseDomStripeSize(const std::string& value) {
     if (i + 1 != value.size()) return bad;
     int shift = 0;
     switch (value[i]) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
-      default: return bad;
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      default:
+        return bad;
     }
     if (v > (kMaxDomStripeSize >> shift)) return bad;
     v <<= shift;

@@ -30,7 +30,8 @@ inline constexpr uint64_t kReadOnOpenMax = 256ull << 10;
 
 // Reads file bytes [offset, offset + out.size()) into out: returns how many bytes up to the
 // end of the last stored byte in the range (0 when none); holes before it read as zeros.
-Result<size_t> DomReadBlocks(rocksdb::DB* db, uint64_t ino, uint64_t offset, std::span<uint8_t> out);
+Result<size_t> DomReadBlocks(rocksdb::DB* db, uint64_t ino, uint64_t offset,
+                             std::span<uint8_t> out);
 
 // Adds the write of `data` at `offset` to `batch` (partial blocks read from `db` first).
 Status DomWriteBlocks(rocksdb::DB* db, rocksdb::WriteBatch* batch, uint64_t ino, uint64_t offset,

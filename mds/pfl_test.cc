@@ -122,7 +122,8 @@ TEST(PflTest, IntentInstantiatesOnceAndPersists) {
   EXPECT_EQ(third->generation(), 3u);
   ASSERT_EQ(third->components(2).layout().objects_size(), 4);
   std::set<std::pair<uint32_t, uint64_t>> ids;
-  for (const proto::StripeObject* o : AllObjects(*third)) ids.insert({o->ost_idx(), o->object_id()});
+  for (const proto::StripeObject* o : AllObjects(*third))
+    ids.insert({o->ost_idx(), o->object_id()});
   EXPECT_EQ(ids.size(), 7u);  // 1 + 2 + 4 distinct objects
 
   f.Reopen();

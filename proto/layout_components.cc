@@ -14,8 +14,7 @@ std::vector<LayoutExtent> LayoutExtents(const proto::Layout& l) {
   for (const proto::LayoutComponent& c : l.components()) {
     const bool mdt = c.layout().pattern() == proto::PATTERN_MDT;
     out.push_back({c.start(), c.end(), &c.layout(), c.id(),
-                   (c.flags() & kLcmeFlInit) != 0 && (mdt || c.layout().objects_size() > 0),
-                   mdt});
+                   (c.flags() & kLcmeFlInit) != 0 && (mdt || c.layout().objects_size() > 0), mdt});
   }
   return out;
 }
@@ -76,8 +75,8 @@ Status CheckComponentExtents(const proto::Layout& l) {
                                       ", not after its start " + std::to_string(c.start()));
     }
     if (c.end() != kLayoutEof && c.end() % kComponentAlign != 0) {
-      return Status(Code::kInval, which + " end " + std::to_string(c.end()) +
-                                      " is not a multiple of 64 KiB");
+      return Status(Code::kInval,
+                    which + " end " + std::to_string(c.end()) + " is not a multiple of 64 KiB");
     }
     if (c.layout().components_size() > 0) {
       return Status(Code::kInval, which + " is itself composite");

@@ -22,8 +22,8 @@
 
 namespace stria {
 
-inline constexpr uint64_t kLayoutEof = UINT64_MAX;      // LUSTRE_EOF
-inline constexpr uint32_t kLcmeFlInit = 0x10;           // LCME_FL_INIT
+inline constexpr uint64_t kLayoutEof = UINT64_MAX;  // LUSTRE_EOF
+inline constexpr uint32_t kLcmeFlInit = 0x10;       // LCME_FL_INIT
 inline constexpr int kMaxLayoutComponents = 64;
 inline constexpr uint64_t kComponentAlign = 64ull << 10;  // an e_end is a multiple of this
 

@@ -41,15 +41,15 @@ TEST(LayoutComponentsTest, PlainLayoutIsOneExtent) {
 }
 
 TEST(LayoutComponentsTest, RangesAgainstInstantiatedComponents) {
-  const proto::Layout l = Components({{0, 4 * M}, {4 * M, 64 * M}, {64 * M, kLayoutEof}},
-                                     {true, false, true});
+  const proto::Layout l =
+      Components({{0, 4 * M}, {4 * M, 64 * M}, {64 * M, kLayoutEof}}, {true, false, true});
   ASSERT_TRUE(CheckComponentExtents(l).ok());
   EXPECT_TRUE(HasObjects(l));
-  EXPECT_TRUE(RangeInstantiated(l, 0, 4 * M));         // end is exclusive
+  EXPECT_TRUE(RangeInstantiated(l, 0, 4 * M));  // end is exclusive
   EXPECT_FALSE(RangeInstantiated(l, 4 * M - 1, 4 * M + 1));
   EXPECT_FALSE(RangeInstantiated(l, 4 * M, 4 * M + 1));
   EXPECT_TRUE(RangeInstantiated(l, 64 * M, 65 * M));
-  EXPECT_TRUE(RangeInstantiated(l, 5 * M, 5 * M));     // empty
+  EXPECT_TRUE(RangeInstantiated(l, 5 * M, 5 * M));  // empty
   EXPECT_EQ(AllObjects(l).size(), 2u);
   EXPECT_EQ(AllObjects(l)[1]->object_id(), 3u);
 }
@@ -65,12 +65,11 @@ TEST(LayoutComponentsTest, ExtentsMustTileFromZero) {
   EXPECT_TRUE(CheckComponentExtents(Components({{0, kLayoutEof}}, {})).ok());
   EXPECT_FALSE(CheckComponentExtents(Components({{M, 2 * M}}, {})).ok()) << "not from 0";
   EXPECT_FALSE(CheckComponentExtents(Components({{0, M}, {2 * M, 3 * M}}, {})).ok()) << "gap";
-  EXPECT_FALSE(CheckComponentExtents(Components({{0, 2 * M}, {M, 3 * M}}, {})).ok())
-      << "overlap";
+  EXPECT_FALSE(CheckComponentExtents(Components({{0, 2 * M}, {M, 3 * M}}, {})).ok()) << "overlap";
   EXPECT_FALSE(CheckComponentExtents(Components({{0, 0}}, {})).ok()) << "empty";
   EXPECT_FALSE(CheckComponentExtents(Components({{0, 4096}}, {})).ok()) << "unaligned";
-  EXPECT_FALSE(CheckComponentExtents(Components({{0, kLayoutEof}, {kLayoutEof, kLayoutEof}}, {}))
-                   .ok())
+  EXPECT_FALSE(
+      CheckComponentExtents(Components({{0, kLayoutEof}, {kLayoutEof, kLayoutEof}}, {})).ok())
       << "after EOF";
   proto::Layout nested = Components({{0, kLayoutEof}}, {});
   nested.mutable_components(0)->mutable_layout()->add_components();

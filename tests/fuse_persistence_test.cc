@@ -1,6 +1,8 @@
 // Durability through a real mount: striped files written through stria-fuse must come back
 // byte for byte after an unmount/remount, after every daemon is stopped with SIGTERM and
-// started again, and after kill -9 of the MDS and each OSS once the data was fsync'ed.
+// started again, and after kill -9 of the MDS and each OSS once the data was fsync'ed. The
+// directory "dom" keeps each file's first 64 KiB on the MDS (Data-on-MDT) and the rest on
+// two OSTs, so the same checks hold for bytes kept by the MDS.
 // The tests run in order on one cluster and each verifies every file written so far.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -53,6 +55,24 @@ class FusePersistenceTest : public ::testing::Test {
         return;
       }
     }
+    // -E 64K -L mdt -E -1 -c 2
+    if (mkdir((cluster_->mount_point() + "/dom").c_str(), 0755) != 0) {
+      start_error_ = std::string("mkdir /dom: ") + strerror(errno);
+      return;
+    }
+    proto::Layout dom;
+    proto::LayoutComponent* first = dom.add_components();
+    first->set_end(kS);
+    first->mutable_layout()->set_pattern(proto::PATTERN_MDT);
+    proto::LayoutComponent* rest = dom.add_components();
+    rest->set_start(kS);
+    rest->set_end(UINT64_MAX);
+    *rest->mutable_layout() = Raid0(2, kS);
+    st = SetDirLayout(*c, "/dom", dom);
+    if (!st.ok()) {
+      start_error_ = st.ToString();
+      return;
+    }
     ready_ = true;
   }
   static void TearDownTestSuite() {
@@ -79,9 +99,9 @@ class FusePersistenceTest : public ::testing::Test {
   // Writes a set of striped files of odd sizes named with `tag`, remembering their bytes.
   void WriteFiles(const std::string& tag, bool do_fsync) {
     int i = 0;
-    for (int count : {1, 2, 4}) {
-      for (uint64_t size : {uint64_t{1}, kS + 1, 9 * kS - 1, uint64_t{3 << 20} + 5}) {
-        std::string rel = "s" + std::to_string(count) + "/" + tag + "-" + std::to_string(i);
+    for (std::string dir : {"s1", "s2", "s4", "dom"}) {
+      for (uint64_t size : {uint64_t{1}, kS - 1, kS + 1, 9 * kS - 1, uint64_t{3 << 20} + 5}) {
+        std::string rel = dir + "/" + tag + "-" + std::to_string(i);
         auto data = Pattern(size, std::hash<std::string>()(rel));
         ASSERT_EQ(WriteFile(P(rel), data, 128 << 10, do_fsync), 0) << rel;
         files_[rel] = std::move(data);
@@ -145,6 +165,14 @@ TEST_F(FusePersistenceTest, SurvivesKill9AfterFsync) {
   ASSERT_EQ(PWriteAll(fd, data.data(), data.size(), 0), 0);
   ASSERT_EQ(fsync(fd), 0) << strerror(errno);
   files_[open_rel] = data;
+  // The same for a file whose bytes all live on the MDS.
+  std::string dom_rel = "dom/open-at-crash";
+  auto dom_data = Pattern(kS - 7, 78);
+  int dom_fd = open(P(dom_rel).c_str(), O_CREAT | O_WRONLY, 0644);
+  ASSERT_GE(dom_fd, 0) << strerror(errno);
+  ASSERT_EQ(PWriteAll(dom_fd, dom_data.data(), dom_data.size(), 0), 0);
+  ASSERT_EQ(fsync(dom_fd), 0) << strerror(errno);
+  files_[dom_rel] = dom_data;
 
   // kill -9 with the mount still up, as a power cut of the servers would.
   Status st = cluster_->KillMds(SIGKILL);
@@ -162,6 +190,7 @@ TEST_F(FusePersistenceTest, SurvivesKill9AfterFsync) {
   st = cluster_->WaitForOsts();
   ASSERT_TRUE(st.ok()) << st.ToString();
   EXPECT_EQ(close(fd), 0) << "close after the servers came back: " << strerror(errno);
+  EXPECT_EQ(close(dom_fd), 0) << "close after the servers came back: " << strerror(errno);
 
   st = cluster_->Remount();
   ASSERT_TRUE(st.ok()) << st.ToString();

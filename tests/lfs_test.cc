@@ -434,5 +434,78 @@ TEST_F(LfsTest, Path2fidAndFid2pathFindEveryName) {
   EXPECT_NE(r.exit_code, 0) << Show(r);
 }
 
+// Data-on-MDT: the first 64 KiB of each file kept by the MDS, the rest on two OSTs.
+TEST_F(LfsTest, DataOnMdtKeepsSmallFilesOnTheMds) {
+  ASSERT_EQ(mkdir(P("dom").c_str(), 0755), 0);
+  CommandResult r = Lfs({"setstripe", "-E", "64K", "-L", "mdt", "-E", "-1", "-c", "2", P("dom")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  const uint64_t k64 = 64 << 10;
+  for (uint64_t size : {uint64_t{0}, uint64_t{1}, uint64_t{4095}, uint64_t{4096}, k64 - 1, k64,
+                        k64 + 1, 3 * k64 + 17}) {
+    SCOPED_TRACE(size);
+    const std::string rel = "dom/f" + std::to_string(size);
+    auto data = Pattern(size, size + 1);
+    ASSERT_EQ(WriteFile(P(rel), data), 0);
+    auto e = Resolve(*g_client, "/" + rel);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    const proto::Layout& l = e->layout();
+    ASSERT_EQ(l.components_size(), 2);
+    EXPECT_EQ(l.components(0).layout().pattern(), proto::PATTERN_MDT);
+    EXPECT_EQ(l.components(0).layout().objects_size(), 0);
+    // The OST component exists only once a write went past 64 KiB.
+    EXPECT_EQ(l.components(1).layout().objects_size(), size > k64 ? 2 : 0);
+    EXPECT_EQ(e->attr().size(), size);
+    // Read back through libstria (the MDS's DoM blocks, then the OSTs) and the mount.
+    std::vector<uint8_t> direct(size);
+    auto n = g_client->Read(l, size, 0, direct);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    EXPECT_EQ(*n, size);
+    EXPECT_EQ(FirstDiff(direct, data), -1);
+    std::vector<uint8_t> got;
+    ASSERT_EQ(ReadFile(P(rel), &got), 0);
+    EXPECT_EQ(FirstDiff(got, data), -1);
+  }
+  // getstripe shows the DoM component as Lustre does.
+  r = Lfs({"getstripe", P("dom/f4096")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_NE(r.out.find("lmm_pattern:       mdt\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lmm_stripe_size:   65536\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lmm_mdt_index:     0\n"), std::string::npos) << r.out;
+
+  // Truncate down into the DoM component and up again: the cut bytes read as zeros.
+  auto data = Pattern(3 * k64 + 17, 3 * k64 + 18);  // as written above
+  ASSERT_EQ(truncate(P("dom/f" + std::to_string(3 * k64 + 17)).c_str(), 1000), 0);
+  ASSERT_EQ(truncate(P("dom/f" + std::to_string(3 * k64 + 17)).c_str(), 2 * k64), 0);
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("dom/f" + std::to_string(3 * k64 + 17)), &got), 0);
+  ASSERT_EQ(got.size(), 2 * k64);
+  data.resize(1000);
+  data.resize(2 * k64, 0);
+  EXPECT_EQ(FirstDiff(got, data), -1);
+
+  // A file all on the MDS (-L mdt) stops at its limit, 1 MiB by default.
+  r = Lfs({"setstripe", "-L", "mdt", P("dom/only")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  int fd = open(P("dom/only").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  auto mib = Pattern(1 << 20, 3);
+  EXPECT_EQ(pwrite(fd, mib.data(), mib.size(), 0), static_cast<ssize_t>(mib.size()));
+  EXPECT_EQ(pwrite(fd, mib.data(), 1, 1 << 20), -1);
+  EXPECT_EQ(errno, EFBIG);
+  close(fd);
+  ASSERT_EQ(ReadFile(P("dom/only"), &got), 0);
+  EXPECT_EQ(FirstDiff(got, mib), -1);
+
+  // Bad DoM requests are refused before anything is created.
+  r = Lfs({"setstripe", "-E", "64K", "-L", "mdt", "-c", "2", "-E", "-1", P("dom/bad")});
+  EXPECT_EQ(r.exit_code, EINVAL) << Show(r);
+  r = Lfs({"setstripe", "-E", "64K", "-c", "1", "-E", "-1", "-L", "mdt", P("dom/bad")});
+  EXPECT_NE(r.exit_code, 0) << Show(r);
+  r = Lfs({"setstripe", "-L", "stripes", P("dom/bad")});
+  EXPECT_EQ(r.exit_code, EINVAL) << Show(r);
+  struct stat st {};
+  EXPECT_NE(stat(P("dom/bad").c_str(), &st), 0);
+}
+
 }  // namespace
 }  // namespace stria::testing

@@ -54,8 +54,12 @@ int LfsPath2fid(int argc, char** argv) {
   int c;
   while ((c = getopt_long(argc, argv, "h", kLong, nullptr)) != -1) {
     switch (c) {
-      case 'p': parents = true; break;
-      case 'h': std::fputs(LfsUsage("path2fid"), stdout); return 0;
+      case 'p':
+        parents = true;
+        break;
+      case 'h':
+        std::fputs(LfsUsage("path2fid"), stdout);
+        return 0;
       default:
         return Usage("path2fid",
                      (std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
@@ -123,8 +127,12 @@ int LfsFid2path(int argc, char** argv) {
   int c;
   while ((c = getopt_long(argc, argv, ":fcl:h", kLong, nullptr)) != -1) {
     switch (c) {
-      case 'f': print_fid = true; break;
-      case 'c': print_link = true; break;
+      case 'f':
+        print_fid = true;
+        break;
+      case 'c':
+        print_link = true;
+        break;
       case 'l': {
         char* end = nullptr;
         errno = 0;
@@ -135,11 +143,13 @@ int LfsFid2path(int argc, char** argv) {
         only_link = static_cast<int>(v);
         break;
       }
-      case 'h': std::fputs(LfsUsage("fid2path"), stdout); return 0;
+      case 'h':
+        std::fputs(LfsUsage("fid2path"), stdout);
+        return 0;
       case ':':
-        return Usage("fid2path",
-                     (std::string("option '") + argv[optind - 1] + "' requires an argument")
-                         .c_str());
+        return Usage(
+            "fid2path",
+            (std::string("option '") + argv[optind - 1] + "' requires an argument").c_str());
       default:
         return Usage("fid2path",
                      (std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
@@ -154,8 +164,8 @@ int LfsFid2path(int argc, char** argv) {
   if (by_mount) {
     auto w = LocatePath(root);
     if (!w.ok()) {
-      std::fprintf(stderr, "lfs fid2path: cannot resolve mount point for '%s': %s\n",
-                   root.c_str(), w.status().message().c_str());
+      std::fprintf(stderr, "lfs fid2path: cannot resolve mount point for '%s': %s\n", root.c_str(),
+                   w.status().message().c_str());
       return ExitCode(w.status());
     }
     where = *w;
@@ -174,16 +184,16 @@ int LfsFid2path(int argc, char** argv) {
       }
     }
     if (!found) {
-      std::fprintf(stderr, "lfs fid2path: cannot resolve mount point for '%s': %s\n",
-                   root.c_str(), std::strerror(ENODEV));
+      std::fprintf(stderr, "lfs fid2path: cannot resolve mount point for '%s': %s\n", root.c_str(),
+                   std::strerror(ENODEV));
       return ENODEV;
     }
   }
   ToolSession session;
   auto cl = session.ClientFor(where);
   if (!cl.ok()) {
-    std::fprintf(stderr, "lfs fid2path: cannot connect to '%s': %s\n",
-                 where.mount.source.c_str(), cl.status().ToString().c_str());
+    std::fprintf(stderr, "lfs fid2path: cannot connect to '%s': %s\n", where.mount.source.c_str(),
+                 cl.status().ToString().c_str());
     return ExitCode(cl.status());
   }
   std::string mnt = where.mount.mount_point;
@@ -199,18 +209,19 @@ int LfsFid2path(int argc, char** argv) {
     }
     Result<proto::Fid2PathReply> names = Status(Code::kInval, "");
     auto ino = InoOfFid(*fid);
-    names = ino.ok() ? Names(*cl, session.cred(), *ino) : Result<proto::Fid2PathReply>(ino.status());
+    names =
+        ino.ok() ? Names(*cl, session.cred(), *ino) : Result<proto::Fid2PathReply>(ino.status());
     if (!names.ok()) {
       // A FID this filesystem never handed out is "no such file", as Lustre answers.
       const Status st = ino.ok() ? names.status() : Status(Code::kNoEnt, ino.status().message());
-      std::fprintf(stderr, "lfs fid2path: cannot find %s %s: %s\n", root.c_str(),
-                   fid_text.c_str(), st.ToString().c_str());
+      std::fprintf(stderr, "lfs fid2path: cannot find %s %s: %s\n", root.c_str(), fid_text.c_str(),
+                   st.ToString().c_str());
       if (rc == 0) rc = ExitCode(st);
       continue;
     }
     if (only_link >= names->names_size()) {
-      std::fprintf(stderr, "lfs fid2path: cannot find %s %s: %s\n", root.c_str(),
-                   fid_text.c_str(), std::strerror(ENOENT));
+      std::fprintf(stderr, "lfs fid2path: cannot find %s %s: %s\n", root.c_str(), fid_text.c_str(),
+                   std::strerror(ENOENT));
       if (rc == 0) rc = ENOENT;
       continue;
     }

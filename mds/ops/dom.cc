@@ -2,10 +2,11 @@
 //   EINVAL: not a regular file with a DoM component, or a write whose bulk is not `length`
 //   bytes; EFBIG: past the end of the DoM component; ENOENT: no such inode. A read returns
 //   what is stored up to its last byte in the range (the client reads the rest as holes).
+#include "mds/dom.h"
+
 #include <mutex>
 #include <string>
 
-#include "mds/dom.h"
 #include "mds/ops/ops.h"
 #include "proto/layout_components.h"
 

@@ -45,8 +45,9 @@ Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep)
   FillReply(rec, rep->mutable_attr(), rep->mutable_layout());
   // Read-on-open: a small file all on the MDT comes with its bytes.
   const uint64_t size = rec.attr.size();
-  if (rec.is_reg() && (mask & kMayRead) && !(req.flags() & O_TRUNC) && size <= kReadOnOpenMax &&
-      size <= DomEnd(rec.layout)) {
+  const uint64_t dom_end = rec.is_reg() ? DomEnd(rec.layout) : 0;
+  if (dom_end > 0 && size <= dom_end && size <= kReadOnOpenMax && (mask & kMayRead) &&
+      !(req.flags() & O_TRUNC)) {
     std::string* data = rep->mutable_data();
     data->resize(size);
     STRIA_ASSIGN_OR_RETURN(size_t n, DomReadBlocks(ns.db(), req.ino(), 0,
