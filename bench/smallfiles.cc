@@ -1,6 +1,7 @@
 // smallfiles: the small-file workload of a training set (images of ~100 KB).
 //
-//   smallfiles [--files N] [--size BYTES] [--threads T] [--drop-caches] DIR
+//   smallfiles [--files N] [--size BYTES] [--threads T] [--drop-caches]
+//              [--phase all|write|read] DIR
 //
 // Makes DIR/smallfiles.<pid>/, writes N files of BYTES each from one thread (open
 // O_CREAT|O_WRONLY, one write, close), optionally drops the page cache (sync, then
@@ -8,6 +9,9 @@
 // to EOF, close) and checks each file's length and first and last bytes. Prints one line
 // per phase and a final machine-readable "RESULT write=<files/s> read=<files/s>". The files
 // are removed afterwards (not timed). Exit status 1 if any operation fails or reads wrong.
+// --phase write writes DIR/smallfiles.set/; --phase read (same --files and --size) reads it
+// back; both keep the files (the caller removes them), so a caller can measure between and
+// after the phases (the RPCs a read costs). Each prints only its own figure in RESULT.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,23 +55,28 @@ int main(int argc, char** argv) {
   size_t size = 100'000;
   int threads = 8;
   bool drop = false;
+  std::string phase = "all";
   std::string dir;
   app.add_option("--files,-n", files, "files to write and read")->check(CLI::Range(1, 10'000'000));
   app.add_option("--size,-s", size, "bytes per file")->check(CLI::Range(size_t{1}, size_t{1} << 30));
   app.add_option("--threads,-t", threads, "reader threads")->check(CLI::Range(1, 256));
   app.add_flag("--drop-caches", drop, "drop the page cache between writing and reading (root)");
+  app.add_option("--phase", phase, "all, or only write (keeps the files) or read (removes them)")
+      ->check(CLI::IsMember({"all", "write", "read"}));
   app.add_option("dir", dir, "directory on the filesystem to measure")->required();
   CLI11_PARSE(app, argc, argv);
 
-  const std::string work = dir + "/smallfiles." + std::to_string(getpid());
-  if (mkdir(work.c_str(), 0755) != 0) return Fail("mkdir", work);
+  const bool do_write = phase != "read", do_read = phase != "write";
+  const std::string work =
+      dir + (phase == "all" ? "/smallfiles." + std::to_string(getpid()) : "/smallfiles.set");
+  if (do_write && mkdir(work.c_str(), 0755) != 0) return Fail("mkdir", work);
   std::vector<std::string> names;
   names.reserve(files);
   for (int i = 0; i < files; ++i) names.push_back(work + "/img" + std::to_string(i) + ".jpg");
 
   std::vector<uint8_t> data(size);
   auto t0 = Clock::now();
-  if (!RunPhase(names, 1, [&](const std::string& n) {
+  if (do_write && !RunPhase(names, 1, [&](const std::string& n) {
         data.front() = Pattern(n, 0);
         data.back() = Pattern(n, size - 1);
         const int fd = open(n.c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
@@ -81,6 +90,12 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double write_s = Seconds(t0);
+  if (!do_read) {
+    printf("write %d files of %zu bytes, 1 thread: %.2f s %.0f files/s\n", files, size, write_s,
+           files / write_s);
+    printf("RESULT write=%.0f\n", files / write_s);
+    return 0;
+  }
 
   if (drop && !DropCaches()) {
     fprintf(stderr, "smallfiles: cannot drop the page cache (not root?)\n");
@@ -114,13 +129,21 @@ int main(int argc, char** argv) {
   }
   const double read_s = Seconds(t0);
 
-  RunPhase(names, 1, [](const std::string& n) { return unlink(n.c_str()) != 0 ? Fail("unlink", n) : 0; });
-  rmdir(work.c_str());
+  if (do_write) {
+    RunPhase(names, 1, [](const std::string& n) { return unlink(n.c_str()) != 0 ? Fail("unlink", n) : 0; });
+    rmdir(work.c_str());
+  }
 
-  printf("write %d files of %zu bytes, 1 thread: %.2f s %.0f files/s\n", files, size, write_s,
-         files / write_s);
+  if (do_write) {
+    printf("write %d files of %zu bytes, 1 thread: %.2f s %.0f files/s\n", files, size,
+           write_s, files / write_s);
+  }
   printf("read  %d files, %d threads%s: %.2f s %.0f files/s\n", files, threads,
          drop ? ", page cache dropped" : "", read_s, files / read_s);
-  printf("RESULT write=%.0f read=%.0f\n", files / write_s, files / read_s);
+  if (do_write) {
+    printf("RESULT write=%.0f read=%.0f\n", files / write_s, files / read_s);
+  } else {
+    printf("RESULT read=%.0f\n", files / read_s);
+  }
   return 0;
 }
