@@ -77,7 +77,12 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   const bool same_size = inode->open_size.exchange(mds_size) == mds_size;
   const bool same_mtime = inode->open_mtime_ns.exchange(mtime) == mtime;
   const bool unchanged = !just_created && !(flags & O_TRUNC) && same_size && same_mtime;
-  if (!unchanged && !just_created && session_ != nullptr) {
+  // The kernel's attributes are stale only if they differ from the MDS's now; those a
+  // lookup just handed it (the usual cold open) are not, and invalidating them would cost a
+  // GETATTR round trip before the first read.
+  const bool kernel_current =
+      inode->kernel_size.load() == mds_size && inode->kernel_mtime_ns.load() == mtime;
+  if (!unchanged && !just_created && !kernel_current && session_ != nullptr) {
     fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);  // attributes only
   }
   if (mds_session_ != nullptr && mds_handle != 0) mds_session_->Opened(mds_handle, ino);

@@ -67,6 +67,8 @@ void StriaFs::FillEntry(const proto::Attr& attr, const proto::Layout* layout,
   e->ino = attr.ino();
   e->generation = attr.generation();
   e->attr = AttrToStat(attr, inode->ReportedSize(attr.size()));
+  inode->kernel_size.store(static_cast<uint64_t>(e->attr.st_size));
+  inode->kernel_mtime_ns.store(attr.mtime_ns());
   e->attr_timeout = options_.attr_timeout_s;
   e->entry_timeout = options_.entry_timeout_s;
 }
@@ -96,6 +98,8 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
     inode->ObserveMdsSize(size);
     inode->set_layout(rep.layout());
     size = inode->ReportedSize(size);
+    inode->kernel_size.store(size);
+    inode->kernel_mtime_ns.store(rep.attr().mtime_ns());
   }
   *st = AttrToStat(rep.attr(), size);
   if (auto inode = inodes_.Get(ino); inode && inode->writers.load() > 0) {

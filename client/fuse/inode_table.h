@@ -54,6 +54,10 @@ struct Inode {
   // same, the kernel's page cache of the file is still valid (keep_cache).
   std::atomic<uint64_t> open_size{0};
   std::atomic<int64_t> open_mtime_ns{-1};
+  // (size, mtime) of the attributes last handed to the kernel (lookup, getattr): an open
+  // that finds the same at the MDS need not invalidate the kernel's copy.
+  std::atomic<uint64_t> kernel_size{UINT64_MAX};
+  std::atomic<int64_t> kernel_mtime_ns{-1};
   // Writes of this file still on their way to the OSTs (client/fuse/write_behind.h).
   WriteBehind write_behind;
 
