@@ -134,6 +134,7 @@ void MdsService::Register(lnet::RpcServer* server) {
   Add(server, OP_MGS_GET_CONFIG, &GetConfig);
   Add(server, OP_MGS_SET_PARAM, &SetParam);
   Add(server, OP_MGS_GET_PARAM, &GetParam);
+  Add(server, OP_MGS_POOL, &PoolOp);
 
   Add(server, OP_MDS_LOOKUP, &Lookup);
   Add(server, OP_MDS_GETATTR, &Getattr);

@@ -29,6 +29,7 @@
 //   M<ino:be64><block:be32>  Data-on-MDT bytes of a regular file: block k holds file bytes
 //                            [k*64K, k*64K + value size); shorter or missing blocks are holes
 //                            (mds/dom.h)
+//   T<pool name>             OST pool: a serialized proto::PoolInfo (lctl pool_new)
 //   R<len:u8><client uuid><xid:be64>
 //                            the reply of a non-idempotent request, written in the batch of
 //                            the change it reports (mds/reply_journal.h), so a resend after a
@@ -62,6 +63,7 @@ inline constexpr char kPrefixDestroy = 'Q';
 inline constexpr char kPrefixReply = 'R';
 inline constexpr char kPrefixOrphan = 'U';
 inline constexpr char kPrefixDom = 'M';
+inline constexpr char kPrefixPool = 'T';
 
 // Appends v big-endian.
 inline void PutBe64(std::string* out, uint64_t v) {
@@ -129,6 +131,11 @@ inline std::string DomKey(uint64_t ino) {
 inline std::string DomKey(uint64_t ino, uint32_t block) {
   std::string k = DomKey(ino);
   PutBe32(&k, block);
+  return k;
+}
+inline std::string PoolKey(std::string_view name) {
+  std::string k(1, kPrefixPool);
+  k.append(name);
   return k;
 }
 inline std::string DestroyKey(uint64_t seq) {

@@ -507,5 +507,61 @@ TEST_F(LfsTest, DataOnMdtKeepsSmallFilesOnTheMds) {
   EXPECT_NE(stat(P("dom/bad").c_str(), &st), 0);
 }
 
+// OST pools: lctl pool_* with Lustre's output and errors, lfs setstripe -p placing objects
+// only on the pool's OSTs, lfs df --pool.
+TEST_F(LfsTest, PoolsRestrictAllocation) {
+  auto lctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {BinPath("lctl"), "--mgs", g_cluster->mgs_nid()});
+    return RunCommand(args);
+  };
+  CommandResult r = lctl({"pool_new", "lfsfs.hot"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  r = lctl({"pool_add", "lfsfs.hot", "lfsfs-OST[1-2]"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  r = lctl({"pool_list", "lfsfs"});
+  EXPECT_EQ(r.out, "Pools from lfsfs:\nlfsfs.hot\n") << Show(r);
+  r = lctl({"pool_list", "lfsfs.hot"});
+  EXPECT_EQ(r.out, "Pool: lfsfs.hot\nlfsfs-OST0001_UUID\nlfsfs-OST0002_UUID\n") << Show(r);
+
+  ASSERT_EQ(mkdir(P("hot").c_str(), 0755), 0);
+  r = Lfs({"setstripe", "-c", "-1", "-p", "lfsfs.hot", P("hot")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  r = Lfs({"getstripe", "-d", P("hot")});
+  EXPECT_NE(r.out.find("pool:          hot"), std::string::npos) << r.out;
+  for (int i = 0; i < 4; ++i) {
+    const std::string f = "hot/f" + std::to_string(i);
+    ASSERT_EQ(WriteFile(P(f), Pattern(3 << 20, i)), 0);
+    r = Lfs({"getstripe", P(f)});
+    EXPECT_NE(r.out.find("lmm_pool:          hot"), std::string::npos) << r.out;
+    std::set<uint32_t> osts;
+    for (const ObjRow& row : ParseObjRows(r.out)) osts.insert(row.obdidx);
+    EXPECT_EQ(osts, (std::set<uint32_t>{1, 2})) << r.out;
+  }
+  r = Lfs({"df", "--pool", "lfsfs.hot", mnt_});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_NE(r.out.find("OST0001"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("OST0002"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("OST0000"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("OST0003"), std::string::npos) << r.out;
+
+  // Lustre's errors: unknown pool, non-empty destroy, a member twice, a bad list.
+  r = Lfs({"setstripe", "-p", "nosuch", P("hot/nosuch")});
+  EXPECT_EQ(r.exit_code, EINVAL) << Show(r);
+  r = lctl({"pool_destroy", "lfsfs.hot"});
+  EXPECT_EQ(r.exit_code, ENOTEMPTY) << Show(r);
+  r = lctl({"pool_add", "lfsfs.hot", "lfsfs-OST0001"});
+  EXPECT_EQ(r.exit_code, EEXIST) << Show(r);
+  r = lctl({"pool_add", "lfsfs.hot", "otherfs-OST0003"});
+  EXPECT_EQ(r.exit_code, EINVAL) << Show(r);
+  r = lctl({"pool_new", "lfsfs"});
+  EXPECT_EQ(r.exit_code, EINVAL) << Show(r);
+  r = lctl({"pool_remove", "lfsfs.hot", "1", "2"});
+  EXPECT_EQ(r.exit_code, 0) << Show(r);
+  r = lctl({"pool_destroy", "lfsfs.hot"});
+  EXPECT_EQ(r.exit_code, 0) << Show(r);
+  r = lctl({"pool_list", "lfsfs"});
+  EXPECT_EQ(r.out, "Pools from lfsfs:\n") << Show(r);
+}
+
 }  // namespace
 }  // namespace stria::testing

@@ -19,6 +19,7 @@
 #include <net/if.h>
 #include <netinet/in.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -36,6 +37,7 @@
 #include "tools/lctl_scrub.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
+#include "tools/pool_args.h"
 
 namespace stria::tools {
 namespace {
@@ -53,6 +55,12 @@ void PrintHelp(FILE* out) {
              "  ping NID [TIMEOUT_SECONDS]   check that a Stria service answers at NID\n"
              "  peers NID                    the connections of the service at NID and the\n"
              "                               LND carrying each\n"
+             "  pool_new FSNAME.POOL         create an OST pool (lfs setstripe -p POOL)\n"
+             "  pool_add FSNAME.POOL OST...  add OSTs: FSNAME-OST0001, FSNAME-OST[0-3/2], an index\n"
+             "  pool_remove FSNAME.POOL OST...\n"
+             "                               remove OSTs from a pool\n"
+             "  pool_destroy FSNAME.POOL     remove an empty pool\n"
+             "  pool_list FSNAME[.POOL]      list the pools, or a pool's OSTs\n"
              "  scrub [--ost INDEX] [--timeout SECONDS]\n"
              "                               verify every object's checksums on the OSTs\n"
              "                               (all OSTs by default); exit 5 when corrupt\n"
@@ -124,6 +132,72 @@ int Dl(const std::string& mgs, int argc, char** argv) {
     line(o->active() ? "UP" : "IN", "obdfilter", fs + name, fs + name + "_UUID", o->nid());
   }
   return 0;
+}
+
+// lctl pool_new / pool_add / pool_remove / pool_destroy (OP_MGS_POOL).
+int PoolChange(const std::string& mgs, proto::PoolCommand command, int argc, char** argv) {
+  const std::string cmd = argv[0];
+  const bool with_osts = command == proto::POOL_ADD || command == proto::POOL_REMOVE;
+  if (argc < 2 || (with_osts && argc < 3) || (!with_osts && argc != 2)) {
+    return Usage((cmd + ": usage: " + cmd + " FSNAME.POOL" + (with_osts ? " OST..." : "")).c_str());
+  }
+  auto name = SplitPoolName(argv[1]);
+  if (!name.ok()) return Usage((cmd + ": " + name.status().message()).c_str());
+  proto::PoolRequest req;
+  req.set_command(command);
+  req.set_fsname(name->first);
+  req.set_pool(name->second);
+  for (int i = 2; i < argc; ++i) {
+    auto osts = ParseOstList(argv[i], name->first);
+    if (!osts.ok()) return Usage((cmd + ": " + osts.status().message()).c_str());
+    for (uint32_t idx : *osts) req.add_osts(idx);
+  }
+  std::unique_ptr<client::Client> conn;
+  if (int rc = ConnectOrReport(mgs, &conn); rc != 0) return rc;
+  proto::PoolReply rep;
+  Status st = conn->MdsCall(proto::OP_MGS_POOL, req, &rep);
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s %s: %s\n", cmd.c_str(), argv[1], st.ToString().c_str());
+    return ExitCode(st);
+  }
+  return 0;
+}
+
+// lctl pool_list FSNAME: "Pools from FSNAME:" then FSNAME.POOL lines; pool_list FSNAME.POOL:
+// "Pool: FSNAME.POOL" then its OSTs' UUIDs, as Lustre prints them.
+int PoolList(const std::string& mgs, int argc, char** argv) {
+  if (argc != 2) return Usage("pool_list: usage: pool_list FSNAME[.POOL]");
+  std::string fs = argv[1], pool;
+  if (fs.find('.') != std::string::npos) {
+    auto name = SplitPoolName(argv[1]);
+    if (!name.ok()) return Usage(("pool_list: " + name.status().message()).c_str());
+    fs = name->first;
+    pool = name->second;
+  }
+  std::unique_ptr<client::Client> conn;
+  if (int rc = ConnectOrReport(mgs, &conn); rc != 0) return rc;
+  auto config = conn->GetConfig(/*refresh=*/true);
+  if (!config.ok()) {
+    std::fprintf(stderr, "lctl pool_list: %s\n", config.status().ToString().c_str());
+    return ExitCode(config.status());
+  }
+  if (config->fsname() != fs) {
+    std::fprintf(stderr, "lctl pool_list: no filesystem '%s' here\n", fs.c_str());
+    return ENOENT;
+  }
+  if (pool.empty()) {
+    std::printf("Pools from %s:\n", fs.c_str());
+    for (const proto::PoolInfo& p : config->pools()) std::printf("%s.%s\n", fs.c_str(), p.name().c_str());
+    return 0;
+  }
+  for (const proto::PoolInfo& p : config->pools()) {
+    if (p.name() != pool) continue;
+    std::printf("Pool: %s.%s\n", fs.c_str(), pool.c_str());
+    for (uint32_t idx : p.osts()) std::printf("%s-OST%04x_UUID\n", fs.c_str(), idx);
+    return 0;
+  }
+  std::fprintf(stderr, "lctl pool_list: pool %s.%s does not exist\n", fs.c_str(), pool.c_str());
+  return ENOENT;
 }
 
 int GetParam(const std::string& mgs, int argc, char** argv) {
@@ -375,5 +449,10 @@ int main(int argc, char** argv) {
   if (cmd == "get_param") return GetParam(mgs, nsub, sub);
   if (cmd == "set_param") return SetParam(mgs, nsub, sub);
   if (cmd == "scrub") return Scrub(mgs, nsub, sub);
+  if (cmd == "pool_new") return PoolChange(mgs, stria::proto::POOL_NEW, nsub, sub);
+  if (cmd == "pool_add") return PoolChange(mgs, stria::proto::POOL_ADD, nsub, sub);
+  if (cmd == "pool_remove") return PoolChange(mgs, stria::proto::POOL_REMOVE, nsub, sub);
+  if (cmd == "pool_destroy") return PoolChange(mgs, stria::proto::POOL_DESTROY, nsub, sub);
+  if (cmd == "pool_list") return PoolList(mgs, nsub, sub);
   return Usage(("unknown command '" + cmd + "'").c_str());
 }

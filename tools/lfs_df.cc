@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
 
 #include "tools/df_format.h"
@@ -27,7 +29,9 @@ std::string TargetUuid(const std::string& fsname, const char* type, uint32_t ind
 }
 
 // One mount's table. Returns the exit status.
-int DfMount(ToolSession& session, const StriaPath& where, uint32_t flags) {
+// `pool` (FSNAME.POOL or POOL, may be empty): only that pool's OSTs, as lfs df --pool.
+int DfMount(ToolSession& session, const StriaPath& where, uint32_t flags,
+            const std::string& pool) {
   auto c = session.ClientFor(where);
   if (!c.ok()) {
     std::fprintf(stderr, "lfs df: cannot connect to '%s': %s\n", where.mount.source.c_str(),
@@ -42,6 +46,21 @@ int DfMount(ToolSession& session, const StriaPath& where, uint32_t flags) {
   }
   const std::string& fsname = config->fsname();
   std::vector<DfTarget> targets;
+  std::optional<std::set<uint32_t>> members;  // the pool's OSTs, when one was asked for
+  if (!pool.empty()) {
+    std::string name = pool;
+    if (const size_t dot = name.find('.'); dot != std::string::npos) {
+      if (name.substr(0, dot) != fsname) return 0;  // another filesystem's pool
+      name = name.substr(dot + 1);
+    }
+    for (const proto::PoolInfo& p : config->pools()) {
+      if (p.name() == name) members.emplace(p.osts().begin(), p.osts().end());
+    }
+    if (!members) {
+      std::fprintf(stderr, "lfs df: pool %s.%s does not exist\n", fsname.c_str(), name.c_str());
+      return ENOENT;
+    }
+  }
 
   // The MDT: its inodes. Its own space is not reported by the MDS, so it shows zeros.
   DfTarget mdt;
@@ -71,6 +90,7 @@ int DfMount(ToolSession& session, const StriaPath& where, uint32_t flags) {
   for (const proto::OstInfo& info : config->osts()) known[info.index()] = info.active();
   for (const auto& [idx, r] : answers) known.emplace(idx, true);
   for (const auto& [idx, active] : known) {
+    if (members && members->count(idx) == 0) continue;
     DfTarget t;
     t.uuid = TargetUuid(fsname, "OST", idx);
     t.type = "OST";
@@ -100,14 +120,23 @@ int LfsDf(int argc, char** argv) {
       {"inodes", no_argument, nullptr, 'i'},
       {"lazy", no_argument, nullptr, 'l'},
       {"verbose", no_argument, nullptr, 'v'},
+      {"pool", required_argument, nullptr, 'p'},
       {nullptr, 0, nullptr, 0},
   };
   uint32_t flags = 0;
+  std::string pool;
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, "hilv", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":hilp:v", kLong, nullptr)) != -1) {
     switch (c) {
+      case 'p':
+        pool = optarg;
+        if (pool.empty() || pool.back() == '.') return Usage("--pool takes [FSNAME.]POOL");
+        break;
+      case ':':
+        return Usage((std::string("option '") + argv[optind - 1] + "' requires an argument")
+                         .c_str());
       case 'h': flags |= kDfHuman; break;
       case 'i': flags |= kDfInodes; break;
       case 'l':
@@ -125,7 +154,7 @@ int LfsDf(int argc, char** argv) {
                    where.status().message().c_str());
       return ExitCode(where.status());
     }
-    return DfMount(session, *where, flags);
+    return DfMount(session, *where, flags, pool);
   }
   // Every Stria mount.
   auto mounts = ListStriaMounts();
@@ -146,7 +175,7 @@ int LfsDf(int argc, char** argv) {
     where.device = *dev;
     where.abs_path = m.mount_point;
     where.fs_path = "/";
-    int r = DfMount(session, where, flags);
+    int r = DfMount(session, where, flags, pool);
     if (rc == 0) rc = r;
   }
   return rc;

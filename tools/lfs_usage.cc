@@ -33,9 +33,9 @@ const char* LfsUsage(const char* command) {
            "                     [--component-count] FILENAME|DIRECTORY...\n";
   }
   if (cmd == "df") {
-    return "usage: lfs df [--human-readable|-h] [--inodes|-i] [PATH]\n"
+    return "usage: lfs df [--human-readable|-h] [--inodes|-i] [--pool|-p [FSNAME.]POOL] [PATH]\n"
            "\tShows the space (or inodes) of each MDT and OST of the filesystem under PATH,\n"
-           "\tor of every mounted Stria filesystem.\n";
+           "\tor of every mounted Stria filesystem; --pool: only the pool's OSTs.\n";
   }
   if (cmd == "find") {
     return "usage: lfs find DIRECTORY [--type|-t f|d|l] [--name|-n GLOB]\n"

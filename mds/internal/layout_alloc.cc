@@ -1,11 +1,14 @@
 #include "mds/internal/layout_alloc.h"
 
 #include <algorithm>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "common/layout.h"
 #include "mds/dom.h"
+#include "mds/pools.h"
 #include "mds/schema.h"
 #include "proto/layout_components.h"
 
@@ -128,6 +131,23 @@ Status AllocateObjects(Txn& txn, proto::Layout* l) {
     if (txn.now() - static_cast<int64_t>(st.info.last_seen_ns()) < kOstStaleNs) fresh.push_back(idx);
   }
   if (active.empty()) return Status(Code::kNoSpc, "no OSTs registered");
+  if (!l->pool().empty()) {
+    // lfs setstripe -p: only the pool's OSTs.
+    STRIA_ASSIGN_OR_RETURN(std::optional<proto::PoolInfo> pool,
+                           ReadPool(txn.ns().db(), l->pool()));
+    if (!pool) {
+      return Status(Code::kInval, "pool " + txn.ns().fsname() + "." + l->pool() +
+                                      " does not exist");
+    }
+    const std::set<uint32_t> members(pool->osts().begin(), pool->osts().end());
+    auto outside = [&](uint32_t idx) { return members.count(idx) == 0; };
+    active.erase(std::remove_if(active.begin(), active.end(), outside), active.end());
+    fresh.erase(std::remove_if(fresh.begin(), fresh.end(), outside), fresh.end());
+    if (active.empty()) {
+      return Status(Code::kNoSpc, "pool " + txn.ns().fsname() + "." + l->pool() +
+                                      " has no active OST");
+    }
+  }
   if (l->stripe_offset() < 0) {
     // The MDS chooses: OSTs alive and with room first.
     if (!fresh.empty()) active = std::move(fresh);
@@ -150,7 +170,8 @@ Status AllocateObjects(Txn& txn, proto::Layout* l) {
     }
     if (!found) {
       return Status(Code::kInval, "stripe offset: OST index " +
-                                      std::to_string(l->stripe_offset()) + " is unknown or inactive");
+                                      std::to_string(l->stripe_offset()) +
+                                      " is unknown, inactive or outside the pool");
     }
   } else {
     start = static_cast<uint32_t>(txn.rr_cursor() % n);

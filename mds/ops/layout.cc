@@ -13,6 +13,7 @@
 
 #include "mds/internal/layout_alloc.h"
 #include "mds/internal/perm.h"
+#include "mds/pools.h"
 #include "mds/ops/ops.h"
 #include "mds/schema.h"
 #include "mds/txn.h"
@@ -45,6 +46,12 @@ Status SetDefaultLayout(Namespace& ns, const proto::SetDefaultLayoutRequest& req
       plains.push_back(&l);
     }
     for (proto::Layout* p : plains) {
+      if (!p->pool().empty()) {
+        STRIA_ASSIGN_OR_RETURN(std::optional<proto::PoolInfo> pool, ReadPool(ns.db(), p->pool()));
+        if (!pool) {
+          return Status(Code::kInval, "pool " + ns.fsname() + "." + p->pool() + " does not exist");
+        }
+      }
       const int32_t off = p->stripe_offset();
       if (off >= 0 && txn.osts().count(static_cast<uint32_t>(off)) == 0) {
         return Status(Code::kInval, "stripe offset: OST index " + std::to_string(off) + " is unknown");

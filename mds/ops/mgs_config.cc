@@ -3,6 +3,7 @@
 // generation (which bumps on every OST table or param change).
 #include "mds/internal/layout_alloc.h"
 #include "mds/ops/ops.h"
+#include "mds/pools.h"
 #include "mds/schema.h"
 
 namespace stria::mds {
@@ -16,6 +17,8 @@ Status GetConfig(Namespace& ns, const proto::GetConfigRequest& req, proto::FsCon
   proto::GetParamReply params;
   STRIA_RETURN_IF_ERROR(GetParam(ns, proto::GetParamRequest(), &params));
   *rep->mutable_params() = params.params();
+  STRIA_ASSIGN_OR_RETURN(std::vector<proto::PoolInfo> pools, ListPools(ns.db()));
+  for (proto::PoolInfo& p : pools) *rep->add_pools() = std::move(p);
   return Status::Ok();
 }
 

@@ -54,6 +54,7 @@ Status RegisterOst(Namespace& ns, const proto::RegisterOstRequest& req,
 Status GetConfig(Namespace& ns, const proto::GetConfigRequest& req, proto::FsConfig* rep);
 Status SetParam(Namespace& ns, const proto::SetParamRequest& req, proto::SetParamReply* rep);
 Status GetParam(Namespace& ns, const proto::GetParamRequest& req, proto::GetParamReply* rep);
+Status PoolOp(Namespace& ns, const proto::PoolRequest& req, proto::PoolReply* rep);
 
 // RENAME_* flags of RenameRequest.flags, XATTR_* of XattrRequest.flags.
 inline constexpr uint32_t kRenameNoReplace = 1;
