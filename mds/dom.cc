@@ -1,12 +1,11 @@
 #include "mds/dom.h"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <cstring>
 #include <memory>
 
 #include "mds/namespace.h"
+#include "mds/params.h"
 #include "mds/schema.h"
 
 namespace stria::mds {
@@ -133,22 +132,11 @@ bool IsDomStripeSizeParam(const std::string& name) {
 }
 
 Result<uint64_t> DomStripeSize(rocksdb::DB* db, const std::string& fsname) {
-  const std::string canonical = "lod." + fsname + "-MDT0000-mdtlov.dom_stripesize";
-  const std::string prefix = ParamKey("lod.");
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
-  uint64_t value = kDefaultDomStripeSize;
-  size_t best = 0;  // the longest matching pattern wins: the most specific
-  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
-    const std::string name(it->key().data() + 1, it->key().size() - 1);
-    if (!IsDomStripeSizeParam(name) || fnmatch(name.c_str(), canonical.c_str(), 0) != 0) continue;
-    if (name.size() < best) continue;
-    auto v = ParseDomStripeSize(it->value().ToString());
-    if (!v.ok()) continue;  // refused at set_param; never stored by this MDS
-    value = *v;
-    best = name.size();
-  }
-  STRIA_RETURN_IF_ERROR(FromRocks(it->status(), "dom_stripesize"));
-  return value;
+  STRIA_ASSIGN_OR_RETURN(std::optional<std::string> v,
+                         MatchParam(db, "lod." + fsname + "-MDT0000-mdtlov.dom_stripesize"));
+  if (!v) return kDefaultDomStripeSize;
+  auto size = ParseDomStripeSize(*v);
+  return size.ok() ? *size : kDefaultDomStripeSize;  // checked at set_param; never bad here
 }
 
 }  // namespace stria::mds

@@ -7,6 +7,7 @@
 
 #include "mds/internal/layout_alloc.h"
 #include "mds/mds_test_util.h"
+#include "mds/ops/ops.h"
 #include "mds/schema.h"
 
 namespace stria::mds {
@@ -213,6 +214,101 @@ TEST(LayoutAllocTest, FullOstsGetNoNewObjectsUntilEveryOstIsFull) {
     full.insert(l->objects(0).ost_idx());
   }
   EXPECT_EQ(full.size(), 4u);
+}
+
+}  // namespace
+}  // namespace stria::mds
+
+namespace stria::mds {
+namespace {
+
+Status SetParamValue(MdsFixture& f, const std::string& name, const std::string& value) {
+  proto::SetParamRequest req;
+  req.set_name(name);
+  req.set_value(value);
+  proto::SetParamReply rep;
+  return SetParam(f.ns(), req, &rep);
+}
+
+TEST(LayoutAllocTest, ImbalancedFreeSpaceFavoursTheEmptierOsts) {
+  MdsFixture f;
+  f.AddOsts(4);
+  constexpr uint64_t kTotal = 100ull << 30;
+  Heartbeat(f, 0, kTotal / 10, kTotal);  // 10% free
+  for (uint32_t i = 1; i < 4; ++i) Heartbeat(f, i, kTotal * 9 / 10, kTotal);  // 90% free
+  std::map<uint32_t, int> used;
+  constexpr int kFiles = 400;
+  for (int i = 0; i < kFiles; ++i) {
+    auto l = CreateWith(f, "q" + std::to_string(i), 1, -1);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    used[l->objects(0).ost_idx()]++;
+  }
+  // Weighted by free space, OST 0 expects 10/280 of the files (about 14), round robin 100.
+  EXPECT_LT(used[0], kFiles / 10) << "the fuller OST got its round-robin share";
+  EXPECT_GT(used[0], 0) << "a fuller OST keeps a chance";
+  for (uint32_t i = 1; i < 4; ++i) EXPECT_GT(used[i], kFiles / 5) << "OST " << i;
+  // Wide stripes are still on distinct OSTs.
+  auto wide = CreateWith(f, "wide", 3, -1);
+  ASSERT_TRUE(wide.ok());
+  std::set<uint32_t> distinct;
+  for (const auto& o : wide->objects()) distinct.insert(o.ost_idx());
+  EXPECT_EQ(distinct.size(), 3u);
+
+  // A threshold above the imbalance (90 - 10 = 80 points of 90: 88%) restores round robin.
+  ASSERT_TRUE(SetParamValue(f, "lod.*.qos_threshold_rr", "90").ok());
+  used.clear();
+  for (int i = 0; i < 8; ++i) {
+    auto l = CreateWith(f, "rr" + std::to_string(i), 1, -1);
+    ASSERT_TRUE(l.ok());
+    used[l->objects(0).ost_idx()]++;
+  }
+  for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(used[i], 2) << "OST " << i;
+  EXPECT_EQ(SetParamValue(f, "lod.*.qos_threshold_rr", "101").code(), Code::kInval);
+  EXPECT_EQ(SetParamValue(f, "lod.*.qos_threshold_rr", "x").code(), Code::kInval);
+}
+
+TEST(LayoutAllocTest, BalancedOrUnreportedSpaceIsRoundRobin) {
+  std::map<uint32_t, OstState> osts;
+  for (uint32_t i = 0; i < 3; ++i) {
+    osts[i].info.set_bytes_total(1000);
+    osts[i].info.set_bytes_free(900);
+  }
+  EXPECT_FALSE(FreeSpaceImbalanced(osts, {0, 1, 2}, 17));
+  osts[2].info.set_bytes_free(740);  // 160 of 900: 17.8% > 17%
+  EXPECT_TRUE(FreeSpaceImbalanced(osts, {0, 1, 2}, 17));
+  EXPECT_FALSE(FreeSpaceImbalanced(osts, {0, 1, 2}, 18));
+  EXPECT_FALSE(FreeSpaceImbalanced(osts, {0, 1}, 0)) << "equal free space";
+  osts[1].info.set_bytes_total(0);  // never reported
+  EXPECT_FALSE(FreeSpaceImbalanced(osts, {0, 1, 2}, 17));
+  EXPECT_FALSE(FreeSpaceImbalanced(osts, {2}, 0)) << "one candidate";
+}
+
+TEST(LayoutAllocTest, DeactivatedOstGetsNoNewObjects) {
+  MdsFixture f;
+  f.AddOsts(4);
+  ASSERT_TRUE(SetParamValue(f, "osp.testfs-OST0002-osc-MDT0000.active", "0").ok());
+  std::set<uint32_t> used;
+  for (int i = 0; i < 12; ++i) {
+    auto l = CreateWith(f, "d" + std::to_string(i), 1, -1);
+    ASSERT_TRUE(l.ok());
+    used.insert(l->objects(0).ost_idx());
+  }
+  EXPECT_EQ(used, (std::set<uint32_t>{0, 1, 3}));
+  auto all = CreateWith(f, "all", -1, -1);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->objects_size(), 3);
+  EXPECT_EQ(CreateWith(f, "asked", 1, 2).status().code(), Code::kInval) << "-i a deactivated OST";
+  EXPECT_EQ(SetParamValue(f, "osp.testfs-OST0002-osc-MDT0000.active", "2").code(), Code::kInval);
+  // A glob deactivates every OST; the more specific name re-activates one.
+  ASSERT_TRUE(SetParamValue(f, "osp.*.active", "0").ok());
+  ASSERT_TRUE(SetParamValue(f, "osp.testfs-OST0002-osc-MDT0000.active", "1").ok());
+  for (int i = 0; i < 4; ++i) {
+    auto l = CreateWith(f, "g" + std::to_string(i), 1, -1);
+    ASSERT_TRUE(l.ok());
+    EXPECT_EQ(l->objects(0).ost_idx(), 2u);
+  }
+  ASSERT_TRUE(SetParamValue(f, "osp.testfs-OST0002-osc-MDT0000.active", "0").ok());
+  EXPECT_EQ(CreateWith(f, "none", 1, -1).status().code(), Code::kNoSpc);
 }
 
 }  // namespace

@@ -563,5 +563,42 @@ TEST_F(LfsTest, PoolsRestrictAllocation) {
   EXPECT_EQ(r.out, "Pools from lfsfs:\n") << Show(r);
 }
 
+// lctl --device N deactivate: the OST shows IN in lctl dl and gets no new objects until
+// activate.
+TEST_F(LfsTest, DeactivatedOstGetsNoNewObjects) {
+  auto lctl = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {BinPath("lctl"), "--mgs", g_cluster->mgs_nid()});
+    return RunCommand(args);
+  };
+  // dl: 0 MGS, 1 MDT, then OST0000 is device 2, OST0003 device 5.
+  CommandResult r = lctl({"--device", "5", "deactivate"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  r = lctl({"dl"});
+  EXPECT_NE(r.out.find("  5 IN obdfilter lfsfs-OST0003 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  4 UP obdfilter lfsfs-OST0002 "), std::string::npos) << r.out;
+  r = lctl({"get_param", "osp.*.active"});
+  EXPECT_NE(r.out.find("osp.lfsfs-OST0003-osc-MDT0000.active=0"), std::string::npos) << Show(r);
+  ASSERT_EQ(mkdir(P("deact").c_str(), 0755), 0);
+  ASSERT_EQ(Lfs({"setstripe", "-c", "-1", P("deact")}).exit_code, 0);
+  for (int i = 0; i < 3; ++i) {
+    const std::string f = "deact/f" + std::to_string(i);
+    ASSERT_EQ(WriteFile(P(f), Pattern(100, i)), 0);
+    r = Lfs({"getstripe", P(f)});
+    std::set<uint32_t> osts;
+    for (const ObjRow& row : ParseObjRows(r.out)) osts.insert(row.obdidx);
+    EXPECT_EQ(osts, (std::set<uint32_t>{0, 1, 2})) << r.out;
+  }
+  r = lctl({"--device", "lfsfs-OST0003", "activate"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  ASSERT_EQ(WriteFile(P("deact/back"), Pattern(100, 9)), 0);
+  r = Lfs({"getstripe", "-c", P("deact/back")});
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("^\\s*4\\s*$"))) << r.out;
+  // Bad devices and values are refused.
+  EXPECT_EQ(lctl({"--device", "1", "deactivate"}).exit_code, ENODEV);
+  EXPECT_EQ(lctl({"--device", "lfsfs-OST0009", "deactivate"}).exit_code, ENODEV);
+  EXPECT_EQ(lctl({"deactivate"}).exit_code, EINVAL);
+  EXPECT_EQ(lctl({"set_param", "osp.lfsfs-OST0001-osc-MDT0000.active=yes"}).exit_code, EINVAL);
+}
+
 }  // namespace
 }  // namespace stria::testing

@@ -15,6 +15,7 @@
 // --lnet-fallback tcp (before the command) carries o2ib NIDs over TCP on a host without an
 // RDMA device (lnet/lnd.h).
 #include <arpa/inet.h>
+#include <fnmatch.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -26,6 +27,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,9 @@ void PrintHelp(FILE* out) {
              "                               remove OSTs from a pool\n"
              "  pool_destroy FSNAME.POOL     remove an empty pool\n"
              "  pool_list FSNAME[.POOL]      list the pools, or a pool's OSTs\n"
+             "  --device N|OSTNAME deactivate|activate\n"
+             "                               stop (resume) allocating new objects on an OST\n"
+             "                               (N as in dl; osp.*.active on the MGS)\n"
              "  scrub [--ost INDEX] [--timeout SECONDS]\n"
              "                               verify every object's checksums on the OSTs\n"
              "                               (all OSTs by default); exit 5 when corrupt\n"
@@ -97,6 +102,66 @@ int ConnectOrReport(const std::string& mgs, std::unique_ptr<client::Client>* out
   return 0;
 }
 
+// Whether the operator deactivated OST `idx` (osp.FS-OSTxxxx-osc-MDT0000.active=0), by the
+// rule the MDS applies: the longest stored name that matches wins.
+bool AdminInactive(const proto::FsConfig& config, uint32_t idx) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "-OST%04x-osc-MDT0000.active", idx);
+  const std::string canonical = "osp." + config.fsname() + name;
+  size_t best = 0;
+  bool inactive = false;
+  for (const auto& [k, v] : config.params()) {
+    if (k.size() < best || fnmatch(k.c_str(), canonical.c_str(), 0) != 0) continue;
+    best = k.size();
+    inactive = v == "0";
+  }
+  return inactive;
+}
+
+// lctl --device N|NAME deactivate|activate: osp.FS-OSTxxxx-osc-MDT0000.active=0|1.
+int Activate(const std::string& mgs, const std::string& device, bool active) {
+  std::unique_ptr<client::Client> conn;
+  if (int rc = ConnectOrReport(mgs, &conn); rc != 0) return rc;
+  auto config = conn->GetConfig(/*refresh=*/true);
+  if (!config.ok()) {
+    std::fprintf(stderr, "lctl: %s\n", config.status().ToString().c_str());
+    return ExitCode(config.status());
+  }
+  std::map<uint32_t, bool> osts;
+  for (const proto::OstInfo& o : config->osts()) osts[o.index()] = true;
+  std::optional<uint32_t> idx;
+  char* end = nullptr;
+  const unsigned long n = std::strtoul(device.c_str(), &end, 10);
+  if (!device.empty() && *end == '\0') {
+    // As in `lctl dl`: 0 is the MGS, 1 the MDT, then the OSTs in index order.
+    uint32_t k = 2;
+    for (const auto& [i, _] : osts) {
+      if (k++ == n) idx = i;
+    }
+  } else {
+    auto list = ParseOstList(device.substr(0, device.find("-osc")), config->fsname());
+    if (list.ok() && list->size() == 1 && osts.count(list->front())) idx = list->front();
+  }
+  if (!idx) {
+    std::fprintf(stderr, "lctl: device '%s' is not an OST of %s (see lctl dl)\n",
+                 device.c_str(), config->fsname().c_str());
+    return ENODEV;
+  }
+  char name[96];
+  std::snprintf(name, sizeof(name), "osp.%s-OST%04x-osc-MDT0000.active", config->fsname().c_str(),
+                *idx);
+  proto::SetParamRequest req;
+  req.set_name(name);
+  req.set_value(active ? "1" : "0");
+  proto::SetParamReply rep;
+  Status st = conn->MdsCall(proto::OP_MGS_SET_PARAM, req, &rep);
+  if (!st.ok()) {
+    std::fprintf(stderr, "lctl %s: %s\n", active ? "activate" : "deactivate", st.ToString().c_str());
+    return ExitCode(st);
+  }
+  return 0;
+}
+
 int Dl(const std::string& mgs, int argc, char** argv) {
   bool show_nids = false;
   for (int i = 1; i < argc; ++i) {
@@ -129,7 +194,8 @@ int Dl(const std::string& mgs, int argc, char** argv) {
   for (const auto& [idx, o] : osts) {
     char name[64];
     std::snprintf(name, sizeof(name), "-OST%04x", idx);
-    line(o->active() ? "UP" : "IN", "obdfilter", fs + name, fs + name + "_UUID", o->nid());
+    const bool up = o->active() && !AdminInactive(*config, idx);
+    line(up ? "UP" : "IN", "obdfilter", fs + name, fs + name + "_UUID", o->nid());
   }
   return 0;
 }
@@ -409,7 +475,7 @@ int Scrub(const std::string& mgs, int argc, char** argv) {
 int main(int argc, char** argv) {
   using namespace stria::tools;
   stria::InitLogging("lctl", "warn");
-  std::string mgs;
+  std::string mgs, device;
   int i = 1;
   while (i < argc && argv[i][0] == '-') {
     const std::string a = argv[i];
@@ -423,6 +489,9 @@ int main(int argc, char** argv) {
       if (stria::Status st = stria::lnet::ConfigureLndsFromOptions(argv[i + 1], false); !st.ok()) {
         return Usage(st.message().c_str());
       }
+      i += 2;
+    } else if (a == "--device" && i + 1 < argc) {
+      device = argv[i + 1];
       i += 2;
     } else if (a == "--version") {
       std::printf("lctl %s (Stria)\n", STRIA_VERSION);
@@ -442,6 +511,12 @@ int main(int argc, char** argv) {
     PrintHelp(stdout);
     return 0;
   }
+  if (cmd == "deactivate" || cmd == "activate") {
+    if (device.empty()) return Usage((cmd + ": give --device N|OSTNAME first").c_str());
+    if (nsub != 1) return Usage((cmd + " takes no arguments").c_str());
+    return Activate(mgs, device, cmd == "activate");
+  }
+  if (!device.empty()) return Usage(("--device applies to activate/deactivate, not " + cmd).c_str());
   if (cmd == "list_nids") return ListNids(nsub, sub);
   if (cmd == "ping") return Ping(nsub, sub);
   if (cmd == "peers" || cmd == "peer_list") return Peers(nsub, sub);

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "common/layout.h"
 #include "mds/dom.h"
+#include "mds/params.h"
 #include "mds/pools.h"
 #include "mds/schema.h"
 #include "proto/layout_components.h"
@@ -28,6 +30,38 @@ std::vector<uint32_t> OstsWithRoom(const std::map<uint32_t, OstState>& osts,
     if (it != osts.end() && !OstNearlyFull(it->second.info)) room.push_back(idx);
   }
   return room.empty() ? active : room;
+}
+
+bool FreeSpaceImbalanced(const std::map<uint32_t, OstState>& osts,
+                         const std::vector<uint32_t>& candidates, uint32_t threshold_pct) {
+  if (candidates.size() < 2 || threshold_pct >= 100) return false;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (uint32_t idx : candidates) {
+    auto it = osts.find(idx);
+    if (it == osts.end() || it->second.info.bytes_total() == 0) return false;  // unknown space
+    lo = std::min(lo, it->second.info.bytes_free());
+    hi = std::max(hi, it->second.info.bytes_free());
+  }
+  // (hi - lo) / hi > threshold, in integers: no division, no overflow for any OST size.
+  return hi > 0 && (hi - lo) > hi / 100 * threshold_pct + (hi % 100) * threshold_pct / 100;
+}
+
+std::vector<uint32_t> WeightedByFreeSpace(const std::map<uint32_t, OstState>& osts,
+                                          std::vector<uint32_t> candidates, uint32_t count) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  std::vector<uint32_t> out;
+  while (out.size() < count && !candidates.empty()) {
+    std::vector<double> weights;
+    for (uint32_t idx : candidates) {
+      // Every candidate keeps a chance: a nearly empty one is not starved forever.
+      weights.push_back(static_cast<double>(osts.at(idx).info.bytes_free()) + 1.0);
+    }
+    std::discrete_distribution<size_t> pick(weights.begin(), weights.end());
+    const size_t i = pick(rng);
+    out.push_back(candidates[i]);
+    candidates.erase(candidates.begin() + static_cast<ptrdiff_t>(i));
+  }
+  return out;
 }
 
 proto::Layout BuiltinDefaultLayout() {
@@ -127,6 +161,9 @@ Status AllocateObjects(Txn& txn, proto::Layout* l) {
   std::vector<uint32_t> active, fresh;
   for (const auto& [idx, st] : osts) {
     if (!st.info.active()) continue;
+    // lctl deactivate / set_param osp.*.active=0: no new objects there.
+    STRIA_ASSIGN_OR_RETURN(bool admin_active, OstAdminActive(txn.ns().db(), txn.ns().fsname(), idx));
+    if (!admin_active) continue;
     active.push_back(idx);
     if (txn.now() - static_cast<int64_t>(st.info.last_seen_ns()) < kOstStaleNs) fresh.push_back(idx);
   }
@@ -177,10 +214,19 @@ Status AllocateObjects(Txn& txn, proto::Layout* l) {
     start = static_cast<uint32_t>(txn.rr_cursor() % n);
     txn.rr_cursor()++;
   }
+  // The OSTs, in stripe order: round robin from `start` while the OSTs' free space is
+  // balanced; weighted by free space when it is not (Lustre's QoS).
+  std::vector<uint32_t> chosen;
+  if (l->stripe_offset() < 0) {
+    STRIA_ASSIGN_OR_RETURN(uint32_t threshold, QosThresholdRr(txn.ns().db(), txn.ns().fsname()));
+    if (FreeSpaceImbalanced(osts, active, threshold)) chosen = WeightedByFreeSpace(osts, active, count);
+  }
+  if (chosen.empty()) {
+    for (uint32_t i = 0; i < count; ++i) chosen.push_back(active[(start + i) % n]);
+  }
   l->set_stripe_count(static_cast<int32_t>(count));
-  l->set_stripe_offset(static_cast<int32_t>(active[start]));
-  for (uint32_t i = 0; i < count; ++i) {
-    const uint32_t idx = active[(start + i) % n];
+  l->set_stripe_offset(static_cast<int32_t>(chosen.front()));
+  for (uint32_t idx : chosen) {
     OstState& st = osts.at(idx);
     proto::StripeObject* o = l->add_objects();
     o->set_ost_idx(idx);

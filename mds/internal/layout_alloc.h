@@ -12,7 +12,11 @@
 // (OstNearlyFull, from the free space each heartbeat reports) are left out of a chosen start
 // and of the stripes after it, as Lustre leaves out degraded/full OSTs, unless every
 // candidate is full (then they are used, and the writes get ENOSPC). Leaving OSTs out can
-// clamp stripe_count to the number of OSTs with room. Object ids come from each OST's counter
+// clamp stripe_count to the number of OSTs with room. A pool (lfs setstripe -p) restricts
+// the candidates to its members; an OST an operator deactivated (osp.*.active=0, lctl
+// deactivate) is never a candidate. When the candidates' free space is imbalanced
+// (lod.*.qos_threshold_rr, mds/params.h), the MDS-chosen stripes are drawn with
+// probability proportional to free space instead of round robin (Lustre's QoS). Object ids come from each OST's counter
 // in the Txn, so they are persisted in the create's own batch and never reused.
 // Thread-safety: REQUIRES the Namespace mutex (through the Txn).
 #pragma once
@@ -39,6 +43,16 @@ bool OstNearlyFull(const proto::OstInfo& info);
 // those that are not nearly full, or all of them when every one is. Exposed for tests.
 std::vector<uint32_t> OstsWithRoom(const std::map<uint32_t, OstState>& osts,
                                    const std::vector<uint32_t>& active);
+
+// Lustre's QoS rule: the candidates' free space differs by more than threshold_pct percent
+// of the largest (lod.*.qos_threshold_rr, 17 by default). False while any candidate has not
+// reported its space, or with fewer than two. Exposed for tests.
+bool FreeSpaceImbalanced(const std::map<uint32_t, OstState>& osts,
+                         const std::vector<uint32_t>& candidates, uint32_t threshold_pct);
+
+// `count` distinct candidates drawn with probability proportional to their free space.
+std::vector<uint32_t> WeightedByFreeSpace(const std::map<uint32_t, OstState>& osts,
+                                          std::vector<uint32_t> candidates, uint32_t count);
 
 // The built-in filesystem default: RAID-0, stripe_count 1, stripe_size 4 MiB, offset -1.
 proto::Layout BuiltinDefaultLayout();

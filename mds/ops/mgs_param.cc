@@ -7,7 +7,7 @@
 #include <memory>
 #include <mutex>
 
-#include "mds/dom.h"
+#include "mds/params.h"
 #include "mds/ops/ops.h"
 #include "mds/schema.h"
 #include "mds/txn.h"
@@ -33,9 +33,7 @@ Status SetParam(Namespace& ns, const proto::SetParamRequest& req, proto::SetPara
   }
   if (req.value().size() > 4096) return Status(Code::kInval, "param value over 4096 bytes");
   // Tunables the MDS itself reads are checked here, so a bad value is never stored.
-  if (IsDomStripeSizeParam(req.name()) && !req.value().empty()) {
-    STRIA_RETURN_IF_ERROR(ParseDomStripeSize(req.value()).status());
-  }
+  STRIA_RETURN_IF_ERROR(CheckParamValue(req.name(), req.value()));
   std::lock_guard lock(ns.mutex());
   Txn txn(&ns);
   if (req.value().empty()) {
