@@ -563,6 +563,53 @@ TEST_F(LfsTest, PoolsRestrictAllocation) {
   EXPECT_EQ(r.out, "Pools from lfsfs:\n") << Show(r);
 }
 
+// lfs find over a tree with known layouts, sizes and names.
+TEST_F(LfsTest, FindSelectsByLayoutSizeNameAndTime) {
+  ASSERT_EQ(mkdir(P("find").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("find/sub").c_str(), 0755), 0);
+  ASSERT_EQ(Lfs({"setstripe", "-c", "1", P("find/one")}).exit_code, 0);
+  ASSERT_EQ(WriteFile(P("find/one"), Pattern(1000, 1)), 0);
+  ASSERT_EQ(Lfs({"setstripe", "-c", "2", "-S", "1M", P("find/two")}).exit_code, 0);
+  ASSERT_EQ(WriteFile(P("find/two"), Pattern(3 << 20, 2)), 0);
+  ASSERT_EQ(Lfs({"setstripe", "-E", "64K", "-L", "mdt", "-E", "-1", "-c", "1", P("find/sub/dom")})
+                .exit_code,
+            0);
+  ASSERT_EQ(WriteFile(P("find/sub/dom"), Pattern(10, 3)), 0);
+  ASSERT_EQ(Lfs({"setstripe", "-c", "1", P("find/sub/Deep.TXT")}).exit_code, 0);
+  ASSERT_EQ(WriteFile(P("find/sub/Deep.TXT"), Pattern(2 << 20, 4)), 0);
+  auto find = [&](std::vector<std::string> tests) {
+    tests.insert(tests.begin(), {"find", P("find")});
+    CommandResult r = Lfs(tests);
+    EXPECT_EQ(r.exit_code, 0) << Show(r);
+    std::set<std::string> got;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) got.insert(line.substr(P("find").size()));
+    return got;
+  };
+  using S = std::set<std::string>;
+  EXPECT_EQ(find({"--stripe-count", "2", "--type", "f"}), (S{"/two"}));
+  EXPECT_EQ(find({"!", "--stripe-count", "2", "-type", "f"}), (S{"/one", "/sub/dom", "/sub/Deep.TXT"}));
+  EXPECT_EQ(find({"-iname", "deep.txt"}), (S{"/sub/Deep.TXT"}));
+  EXPECT_EQ(find({"-name", "*.TXT"}), (S{"/sub/Deep.TXT"}));
+  EXPECT_EQ(find({"-size", "+1M"}), (S{"/two", "/sub/Deep.TXT"}));
+  EXPECT_EQ(find({"-size", "-2k", "-type", "f"}), (S{"/one", "/sub/dom"}));
+  EXPECT_EQ(find({"--layout", "mdt"}), (S{"/sub/dom"}));
+  EXPECT_EQ(find({"-mtime", "-1", "-type", "f"}), (S{"/one", "/two", "/sub/dom", "/sub/Deep.TXT"}));
+  EXPECT_EQ(find({"-mtime", "+1"}), S{});
+  EXPECT_EQ(find({"--uid", "0", "-type", "d"}), (S{"", "/sub"}));
+  EXPECT_EQ(find({"!", "--user", "root"}), S{});
+  EXPECT_EQ(find({"-maxdepth", "1", "-type", "f"}), (S{"/one", "/two"}));
+  EXPECT_EQ(find({"--ost", "0,1,2,3", "-type", "f"}), (S{"/one", "/two", "/sub/Deep.TXT"}))
+      << "the DoM file has no OST object";
+  EXPECT_EQ(find({"--component-count", "2"}), (S{"/sub/dom"}));
+  CommandResult r = Lfs({"find", P("find"), "-name", "one", "-print0"});
+  EXPECT_EQ(r.out, P("find/one") + std::string(1, '\0')) << Show(r);
+  EXPECT_EQ(Lfs({"find", P("find"), "-size", "abc"}).exit_code, EINVAL);
+  EXPECT_EQ(Lfs({"find", P("find"), "-name", "x", "!"}).exit_code, EINVAL);
+  EXPECT_EQ(Lfs({"find", P("find"), "--layout", "raid5"}).exit_code, EINVAL);
+  EXPECT_EQ(Lfs({"find", P("find"), "--user", "no-such-user-here"}).exit_code, EINVAL);
+}
+
 // lctl --device N deactivate: the OST shows IN in lctl dl and gets no new objects until
 // activate.
 TEST_F(LfsTest, DeactivatedOstGetsNoNewObjects) {

@@ -74,7 +74,8 @@ Result<proto::Layout> ToolSession::FileLayout(client::Client* c, const proto::At
   return rep.layout();
 }
 
-Result<std::vector<proto::DirEntry>> ToolSession::ListDir(client::Client* c, uint64_t ino) {
+Result<std::vector<proto::DirEntry>> ToolSession::ListDir(client::Client* c, uint64_t ino,
+                                                          bool plus) {
   std::vector<proto::DirEntry> out;
   std::string cookie;
   for (int page = 0; page < 1'000'000; ++page) {
@@ -83,6 +84,8 @@ Result<std::vector<proto::DirEntry>> ToolSession::ListDir(client::Client* c, uin
     req.set_ino(ino);
     req.set_cookie(cookie);
     req.set_max_entries(1024);
+    req.set_want_attrs(plus);
+    req.set_want_layouts(plus);
     proto::ReaddirReply rep;
     STRIA_RETURN_IF_ERROR(c->MdsCall(proto::OP_MDS_READDIR, req, &rep));
     for (auto& e : *rep.mutable_entries()) {

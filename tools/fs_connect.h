@@ -50,8 +50,10 @@ class ToolSession {
   // A file's layout with its objects (GETATTR when the lookup gave none).
   Result<proto::Layout> FileLayout(client::Client* c, const proto::Attr& attr);
 
-  // Every entry of a directory (READDIR, all pages).
-  Result<std::vector<proto::DirEntry>> ListDir(client::Client* c, uint64_t ino);
+  // Every entry of a directory (READDIR, all pages); plus: with attributes, and files'
+  // layouts, in the same replies.
+  Result<std::vector<proto::DirEntry>> ListDir(client::Client* c, uint64_t ino,
+                                               bool plus = false);
 
   const proto::Credentials& cred() const { return cred_; }
 

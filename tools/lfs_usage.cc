@@ -38,9 +38,14 @@ const char* LfsUsage(const char* command) {
            "\tor of every mounted Stria filesystem; --pool: only the pool's OSTs.\n";
   }
   if (cmd == "find") {
-    return "usage: lfs find DIRECTORY [--type|-t f|d|l] [--name|-n GLOB]\n"
-           "                [--stripe-count|-c [+-]N] [--stripe-size|-S [+-]SIZE]\n"
-           "                [--component-count [+-]N] [--maxdepth|-D N]\n"
+    return "usage: lfs find DIRECTORY [[!] --type|-t f|d|l] [[!] --name|-n GLOB] [[!] --iname GLOB]\n"
+           "                [[!] --size|-s [+-]N[kMGT]] [[!] --mtime|--atime|--ctime [+-]DAYS]\n"
+           "                [[!] --uid|--gid N] [[!] --user|--group NAME]\n"
+           "                [[!] --stripe-count|-c [+-]N] [[!] --stripe-size|-S [+-]SIZE]\n"
+           "                [[!] --component-count [+-]N] [[!] --layout|-L raid0|mdt]\n"
+           "                [[!] --pool POOL] [[!] --ost|-O INDEX[,INDEX...]]\n"
+           "                [--maxdepth|-D N] [--print0|-0]\n"
+           "\tSingle-dash spellings (-name, -size, ...) work too; '!' negates the next test.\n"
            "\tA composite file matches --stripe-count/--stripe-size when one of its\n"
            "\tinstantiated components does; a plain file has 0 components.\n";
   }

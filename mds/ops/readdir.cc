@@ -45,7 +45,8 @@ Status Readdir(Namespace& ns, const proto::ReaddirRequest& req, proto::ReaddirRe
     if (req.want_attrs()) {
       auto child = ns.GetInode(d.ino());
       if (child.ok()) {
-        FillReply(*child, e->mutable_attr(), nullptr);
+        FillReply(*child, e->mutable_attr(),
+                  req.want_layouts() ? e->mutable_layout() : nullptr);
       } else if (child.status().code() != Code::kNoEnt) {
         return child.status();
       }  // else removed meanwhile: the entry stays, without attributes
