@@ -202,6 +202,11 @@ TEST_F(FusePersistenceTest, MountKeepsWorkingAcrossOssRestart) {
   // to the application apart from the wait.
   Status st = cluster_->KillOss(1, SIGKILL);
   ASSERT_TRUE(st.ok()) << st.ToString();
+  // lfs check sees the dead OSS's OSTs inactive and the others active.
+  CommandResult check = RunCommand({BinPath("lfs"), "check", "osts", cluster_->mount_point()});
+  EXPECT_EQ(check.exit_code, 0) << check.err;
+  EXPECT_NE(check.out.find("-osc inactive.\n"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("-osc active.\n"), std::string::npos) << check.out;
   st = cluster_->StartOss(1);
   ASSERT_TRUE(st.ok()) << st.ToString();
   WriteFiles("live", /*do_fsync=*/true);

@@ -563,6 +563,23 @@ TEST_F(LfsTest, PoolsRestrictAllocation) {
   EXPECT_EQ(r.out, "Pools from lfsfs:\n") << Show(r);
 }
 
+TEST_F(LfsTest, MdtsAndCheckServers) {
+  CommandResult r = Lfs({"mdts", mnt_});
+  EXPECT_EQ(r.out, "MDTS:\n0: lfsfs-MDT0000_UUID ACTIVE\n") << Show(r);
+  r = Lfs({"check", "servers", mnt_});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_NE(r.out.find("lfsfs-MDT0000-mdc active.\n"), std::string::npos) << r.out;
+  for (int i = 0; i < g_cluster->num_osts(); ++i) {
+    char name[64];
+    snprintf(name, sizeof(name), "lfsfs-OST%04x-osc active.\n", i);
+    EXPECT_NE(r.out.find(name), std::string::npos) << r.out;
+  }
+  r = Lfs({"check", "mgts", mnt_});
+  EXPECT_NE(r.out.find("MGC" + g_cluster->mgs_nid() + " active.\n"), std::string::npos) << Show(r);
+  EXPECT_EQ(Lfs({"check", "everything"}).exit_code, EINVAL);
+  EXPECT_EQ(Lfs({"check"}).exit_code, EINVAL);
+}
+
 // lfs find over a tree with known layouts, sizes and names.
 TEST_F(LfsTest, FindSelectsByLayoutSizeNameAndTime) {
   ASSERT_EQ(mkdir(P("find").c_str(), 0755), 0);
@@ -625,6 +642,11 @@ TEST_F(LfsTest, DeactivatedOstGetsNoNewObjects) {
   EXPECT_NE(r.out.find("  4 UP obdfilter lfsfs-OST0002 "), std::string::npos) << r.out;
   r = lctl({"get_param", "osp.*.active"});
   EXPECT_NE(r.out.find("osp.lfsfs-OST0003-osc-MDT0000.active=0"), std::string::npos) << Show(r);
+  r = Lfs({"osts", mnt_});
+  EXPECT_EQ(r.out,
+            "OBDS:\n0: lfsfs-OST0000_UUID ACTIVE\n1: lfsfs-OST0001_UUID ACTIVE\n"
+            "2: lfsfs-OST0002_UUID ACTIVE\n3: lfsfs-OST0003_UUID INACTIVE\n")
+      << Show(r);
   ASSERT_EQ(mkdir(P("deact").c_str(), 0755), 0);
   ASSERT_EQ(Lfs({"setstripe", "-c", "-1", P("deact")}).exit_code, 0);
   for (int i = 0; i < 3; ++i) {

@@ -15,7 +15,6 @@
 // --lnet-fallback tcp (before the command) carries o2ib NIDs over TCP on a host without an
 // RDMA device (lnet/lnd.h).
 #include <arpa/inet.h>
-#include <fnmatch.h>
 #include <ifaddrs.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -39,6 +38,7 @@
 #include "tools/lctl_scrub.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
+#include "tools/config_view.h"
 #include "tools/pool_args.h"
 
 namespace stria::tools {
@@ -100,22 +100,6 @@ int ConnectOrReport(const std::string& mgs, std::unique_ptr<client::Client>* out
   }
   *out = std::move(conn).value();
   return 0;
-}
-
-// Whether the operator deactivated OST `idx` (osp.FS-OSTxxxx-osc-MDT0000.active=0), by the
-// rule the MDS applies: the longest stored name that matches wins.
-bool AdminInactive(const proto::FsConfig& config, uint32_t idx) {
-  char name[64];
-  std::snprintf(name, sizeof(name), "-OST%04x-osc-MDT0000.active", idx);
-  const std::string canonical = "osp." + config.fsname() + name;
-  size_t best = 0;
-  bool inactive = false;
-  for (const auto& [k, v] : config.params()) {
-    if (k.size() < best || fnmatch(k.c_str(), canonical.c_str(), 0) != 0) continue;
-    best = k.size();
-    inactive = v == "0";
-  }
-  return inactive;
 }
 
 // lctl --device N|NAME deactivate|activate: osp.FS-OSTxxxx-osc-MDT0000.active=0|1.
@@ -194,7 +178,7 @@ int Dl(const std::string& mgs, int argc, char** argv) {
   for (const auto& [idx, o] : osts) {
     char name[64];
     std::snprintf(name, sizeof(name), "-OST%04x", idx);
-    const bool up = o->active() && !AdminInactive(*config, idx);
+    const bool up = OstActive(*config, *o);
     line(up ? "UP" : "IN", "obdfilter", fs + name, fs + name + "_UUID", o->nid());
   }
   return 0;

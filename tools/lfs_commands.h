@@ -14,6 +14,8 @@ int LfsDf(int argc, char** argv);
 int LfsFind(int argc, char** argv);
 int LfsPath2fid(int argc, char** argv);
 int LfsFid2path(int argc, char** argv);
+int LfsTargets(int argc, char** argv);  // lfs osts, lfs mdts
+int LfsCheck(int argc, char** argv);
 
 // The usage text of a subcommand ("" when unknown).
 const char* LfsUsage(const char* command);

@@ -29,6 +29,8 @@ void PrintHelp(FILE* out) {
              "  find        find files and directories by type, name or layout\n"
              "  path2fid    show the FID of files\n"
              "  fid2path    show every path of FIDs\n"
+             "  osts, mdts  list the targets and whether each is active\n"
+             "  check       ping the servers: check osts|mds|mgts|servers\n"
              "  help        show a command's usage\n"
              "  --version   show the version\n"
              "Run 'lfs help COMMAND' for a command's options.\n",
@@ -71,6 +73,8 @@ int main(int argc, char** argv) {
   if (cmd == "find") return LfsFind(argc - 1, argv + 1);
   if (cmd == "path2fid") return LfsPath2fid(argc - 1, argv + 1);
   if (cmd == "fid2path") return LfsFid2path(argc - 1, argv + 1);
+  if (cmd == "osts" || cmd == "mdts") return LfsTargets(argc - 1, argv + 1);
+  if (cmd == "check") return LfsCheck(argc - 1, argv + 1);
   std::fprintf(stderr, "lfs: unknown command '%s'; try 'lfs help'\n", cmd.c_str());
 
   return kUsageError;

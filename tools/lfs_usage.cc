@@ -59,6 +59,12 @@ const char* LfsUsage(const char* command) {
            "\tShows every path of each FID (all names of a hard-linked file), under the\n"
            "\tmount point ROOT, or from the root of filesystem FSNAME. Root only.\n";
   }
+  if (cmd == "osts") return "usage: lfs osts [PATH]\n\tLists the OSTs and whether each is active.\n";
+  if (cmd == "mdts") return "usage: lfs mdts [PATH]\n\tLists the MDTs.\n";
+  if (cmd == "check") {
+    return "usage: lfs check osts|mds|mgts|servers [PATH]\n"
+           "\tPings each target and prints NAME active. or NAME inactive.\n";
+  }
   if (cmd == "help") return "usage: lfs help [COMMAND]\n";
   return "";
 }
