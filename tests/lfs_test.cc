@@ -401,6 +401,13 @@ TEST_F(LfsTest, Path2fidAndFid2pathFindEveryName) {
   CommandResult r = Lfs({"path2fid", P("fids/sub/f")});
   ASSERT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_EQ(r.out, fid + "\n");
+  // getstripe prints it where Lustre does: -F alone, and in -v's lmm block.
+  r = Lfs({"getstripe", "-F", P("fids/sub/f")});
+  EXPECT_EQ(r.out, fid + "\n") << Show(r);
+  r = Lfs({"getstripe", "-v", P("fids/sub/f")});
+  EXPECT_NE(r.out.find("lmm_fid:           " + fid + "\n"), std::string::npos) << Show(r);
+  r = Lfs({"getstripe", "-F", P("fids")});
+  EXPECT_EQ(r.out, FormatFid(FidOfIno(dir_st.st_ino)) + "\n") << Show(r);
   r = Lfs({"path2fid", P("fids/sub/f"), P("fids/h")});
   EXPECT_EQ(r.out, P("fids/sub/f") + ": " + fid + "\n" + P("fids/h") + ": " + fid + "\n");
   r = Lfs({"path2fid", "--parents", P("fids/h")});

@@ -2,7 +2,9 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <vector>
 
+#include "common/fid.h"
 #include "common/layout.h"
 #include "proto/layout_components.h"
 
@@ -67,9 +69,20 @@ namespace {
 // component; `skip_objects` for an uninstantiated component (no objects, generation 0, the
 // requested stripe offset).
 void AppendPlainFile(std::string* out, const proto::Layout& layout, uint32_t f,
-                     std::string_view indent, bool skip_objects) {
+                     std::string_view indent, bool skip_objects,
+                     const GetstripeFormat& format) {
   const int count = layout.objects_size() > 0 ? layout.objects_size() : layout.stripe_count();
+  if (format.detail) {
+    // lov_dump_user_lmm_header's VERBOSE_DETAIL lines: lmm_oi is the file's FID.
+    auto fid = ParseFid(format.fid);
+    *out += std::string(indent) + "lmm_magic:         0x0BD10BD0\n";
+    *out += std::string(indent) + Printf("lmm_seq:           %#llx\n",
+                                         static_cast<unsigned long long>(fid.ok() ? fid->seq : 0));
+    *out += std::string(indent) + Printf("lmm_object_id:     %#x\n", fid.ok() ? fid->oid : 0u);
+    f |= kFieldFid;
+  }
   FieldPrinter p(out, f, /*is_dir=*/false, indent);
+  if (f & kFieldFid) p.Add(kFieldFid, "fid:           ", format.fid);
   if (f & kFieldCount) p.Add(kFieldCount, "stripe_count:  ", std::to_string(count));
   if (f & kFieldSize) p.Add(kFieldSize, "stripe_size:   ", std::to_string(layout.stripe_size()));
   if (f & kFieldPattern) p.Add(kFieldPattern, "pattern:       ", PatternName(layout.pattern()));
@@ -153,7 +166,23 @@ std::string FormatComposite(std::string_view path, const proto::Layout& layout,
     out += path;
     out += "\n";
   }
-  const bool all = format.fields == kFieldsDefault || format.component_id != 0;
+  const bool all =
+      (format.fields & ~kFieldFid) == kFieldsDefault || format.component_id != 0 || format.detail;
+  // -v: the blob offsets and sizes of lov_comp_md_v1 (client/lov_xattr.h): a 32-byte
+  // header, 48 bytes per entry, then each entry's lov_user_md_v1 (32 + 24 per object).
+  std::vector<uint32_t> blob_offset, blob_size;
+  uint32_t total = 32 + 48 * static_cast<uint32_t>(layout.components_size());
+  for (const proto::LayoutComponent& c : layout.components()) {
+    const bool with_objects = !is_dir && (c.flags() & kLcmeFlInit);
+    blob_offset.push_back(total);
+    blob_size.push_back(32 + 24 * static_cast<uint32_t>(with_objects ? c.layout().objects_size() : 0));
+    total += blob_size.back();
+  }
+  if (format.detail) {
+    out += "composite_header:\n  lcm_magic:         0x0BD60BD0\n";
+    out += "  lcm_size:          " + std::to_string(total) + "\n";
+    out += "  lcm_flags:         0\n";
+  }
   // A header field alone prints its value; with others, its label.
   const uint32_t hf = format.fields;
   auto header = [&](uint32_t field, std::string_view label, uint32_t value) {
@@ -169,10 +198,11 @@ std::string FormatComposite(std::string_view path, const proto::Layout& layout,
   if (all) out += "  lcm_mirror_count:  1\n";
   header(kFieldComponentCount, "lcm_entry_count:   ",
          static_cast<uint32_t>(layout.components_size()));
+  if (format.detail) out += "components:\n";
   const uint32_t plain = f & kPlainFields & ~(is_dir ? 0u : (all ? 0u : kFieldGeneration));
   if (!all) {
     // Single fields: those of the last instantiated component (a template's last).
-    if ((plain & ~kFieldGeneration) == 0) return out;
+    if ((plain & ~kFieldGeneration) == 0 && !(f & kFieldFid)) return out;
     const proto::LayoutComponent* last = nullptr;
     for (const proto::LayoutComponent& c : layout.components()) {
       if (is_dir || (c.flags() & kLcmeFlInit)) last = &c;
@@ -181,24 +211,31 @@ std::string FormatComposite(std::string_view path, const proto::Layout& layout,
     if (is_dir) {
       AppendPlainDir(&out, last->layout(), plain, "");
     } else {
-      AppendPlainFile(&out, last->layout(), plain & ~kFieldObjects, "",
-                      /*skip_objects=*/false);
+      AppendPlainFile(&out, last->layout(), (plain & ~kFieldObjects) | (f & kFieldFid), "",
+                      /*skip_objects=*/false, format);
     }
     return out;
   }
-  for (const proto::LayoutComponent& c : layout.components()) {
+  for (int i = 0; i < layout.components_size(); ++i) {
+    const proto::LayoutComponent& c = layout.components(i);
     if (format.component_id != 0 && c.id() != format.component_id) continue;
     const bool init = !is_dir && (c.flags() & kLcmeFlInit) != 0;
     const std::string id = is_dir || c.id() == 0 ? std::string("N/A") : std::to_string(c.id());
-    out += "    lcme_id:             " + id + "\n";
+    out += (format.detail ? "  - lcme_id:             " : "    lcme_id:             ") + id + "\n";
     out += "    lcme_mirror_id:      " + std::string(is_dir || c.id() == 0 ? "N/A" : "0") + "\n";
     out += "    lcme_flags:          " + FlagsString(is_dir ? 0 : c.flags()) + "\n";
     out += "    lcme_extent.e_start: " + std::to_string(c.start()) + "\n";
     out += "    lcme_extent.e_end:   " + EndString(c.end()) + "\n";
+    if (format.detail) {
+      out += "    lcme_offset:         " + std::to_string(blob_offset[i]) + "\n";
+      out += "    lcme_size:           " + std::to_string(blob_size[i]) + "\n";
+      out += "    sub_layout:\n";
+    }
     if (is_dir) {
       AppendPlainDir(&out, c.layout(), f & kPlainFields, "      ");
     } else {
-      AppendPlainFile(&out, c.layout(), f & kPlainFields, "      ", /*skip_objects=*/!init);
+      AppendPlainFile(&out, c.layout(), f & (kPlainFields | kFieldFid), "      ",
+                      /*skip_objects=*/!init, format);
     }
     out += "\n";
   }
@@ -228,7 +265,8 @@ std::string FormatFileLayout(std::string_view path, const proto::Layout& layout,
     out += path;
     out += "\n";
   }
-  AppendPlainFile(&out, layout, format.fields & kPlainFields, "", /*skip_objects=*/false);
+  AppendPlainFile(&out, layout, format.fields & (kPlainFields | kFieldFid), "",
+                  /*skip_objects=*/false, format);
   if (format.fields & kFieldObjects) out += "\n";
   return out;
 }
@@ -240,6 +278,11 @@ std::string FormatDirLayout(std::string_view path, const proto::Layout& layout,
   if (format.show_path && !path.empty()) {
     out += path;
     out += "\n";
+  }
+  if ((format.fields & kFieldFid) || format.detail) {
+    // The directory's own FID, on its own line (labelled when other fields follow).
+    const uint32_t others = format.fields & kPlainFields & ~(kFieldObjects | kFieldGeneration);
+    out += (others != 0 || format.detail ? "lmm_fid:           " : "") + format.fid + "\n";
   }
   AppendPlainDir(&out, layout, format.fields & kPlainFields & ~(kFieldObjects | kFieldGeneration),
                  "");

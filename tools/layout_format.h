@@ -55,6 +55,7 @@ enum GetstripeField : uint32_t {
   kFieldPattern = 1u << 5,     // -L
   kFieldGeneration = 1u << 6,  // -g (files only)
   kFieldComponentCount = 1u << 7,  // --component-count (composite layouts)
+  kFieldFid = 1u << 8,             // -F/--fid: lmm_fid, the file's FID (not by default)
   kFieldsDefault = kFieldObjects | kFieldCount | kFieldSize | kFieldOffset | kFieldPool |
                    kFieldPattern | kFieldGeneration | kFieldComponentCount,
 };
@@ -63,6 +64,9 @@ struct GetstripeFormat {
   uint32_t fields = kFieldsDefault;
   bool show_path = true;  // false for -d and the single-field options, as Lustre
   uint32_t component_id = 0;  // -I ID: only that component (0 = all)
+  bool detail = false;        // -v: lmm_magic, lmm_seq, lmm_object_id, lmm_fid; for a
+                              // composite layout its header and each entry's blob offset
+  std::string fid;            // the file's FID as FormatFid prints it (for -v and -F)
 };
 
 // An object as Lustre names it in lmm_objects: "[0x100010000:0x5:0x0]" (an IDIF FID).

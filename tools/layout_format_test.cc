@@ -245,5 +245,40 @@ TEST(ObjectFidTest, IdifFids) {
   EXPECT_EQ(ObjectFid(o), "[0x100030001:0x23456789:0x0]");
 }
 
+TEST(FormatFileLayoutTest, VerboseAndFid) {
+  GetstripeFormat v;
+  v.detail = true;
+  v.fid = "[0x200000400:0x3:0x0]";
+  const std::string plain = FormatFileLayout("f", FourStripes(), v);
+  EXPECT_EQ(plain.substr(0, plain.find("lmm_stripe_count")),
+            "f\n"
+            "lmm_magic:         0x0BD10BD0\n"
+            "lmm_seq:           0x200000400\n"
+            "lmm_object_id:     0x3\n"
+            "lmm_fid:           [0x200000400:0x3:0x0]\n");
+  GetstripeFormat fid_only;
+  fid_only.fields = kFieldFid;
+  fid_only.show_path = false;
+  fid_only.fid = v.fid;
+  EXPECT_EQ(FormatFileLayout("f", FourStripes(), fid_only), "[0x200000400:0x3:0x0]\n");
+  EXPECT_EQ(FormatFileLayout("f", TwoComponents(), fid_only), "[0x200000400:0x3:0x0]\n");
+  // lov_comp_md_v1 with -v: the header, blob offsets (32 + 2 * 48 = 128) and sizes
+  // (32 + 24 per object), and each sub-layout's lmm_fid.
+  const std::string comp = FormatFileLayout("f", TwoComponents(), v);
+  EXPECT_NE(comp.find("composite_header:\n  lcm_magic:         0x0BD60BD0\n"
+                      "  lcm_size:          216\n"),
+            std::string::npos)
+      << comp;
+  EXPECT_NE(comp.find("components:\n  - lcme_id:             1\n"), std::string::npos) << comp;
+  EXPECT_NE(comp.find("    lcme_offset:         128\n    lcme_size:           56\n"
+                      "    sub_layout:\n      lmm_magic:         0x0BD10BD0\n"),
+            std::string::npos)
+      << comp;
+  EXPECT_NE(comp.find("    lcme_offset:         184\n    lcme_size:           32\n"),
+            std::string::npos)
+      << comp;
+  EXPECT_NE(comp.find("      lmm_fid:           [0x200000400:0x3:0x0]\n"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace stria::tools

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/fid.h"
 #include "proto/layout_components.h"
 #include "tools/fs_connect.h"
 #include "tools/layout_format.h"
@@ -19,6 +20,7 @@ namespace {
 struct GetstripeArgs {
   uint32_t fields = 0;      // 0 = all
   uint32_t component_id = 0;  // -I: one component of a composite layout
+  bool detail = false;        // -v
   bool quiet = false;       // -q: objects only
   int max_depth = 1;        // 0: the paths themselves (-d or a single field); -1: -r
   std::vector<std::string> paths;
@@ -37,6 +39,7 @@ class Getstripe {
     format_.fields = args.quiet ? kFieldObjects : (args.fields ? args.fields : kFieldsDefault);
     format_.show_path = args.max_depth != 0;
     format_.component_id = args.component_id;
+    format_.detail = args.detail;
   }
 
   int Run(const std::string& path) {
@@ -104,7 +107,9 @@ class Getstripe {
       std::printf("%s has no stripe info\n", path.c_str());
       return 0;
     }
-    std::fputs(FormatFileLayout(path, layout, format_).c_str(), stdout);
+    GetstripeFormat format = format_;
+    format.fid = FormatFid(FidOfIno(r.attr.ino()));
+    std::fputs(FormatFileLayout(path, layout, format).c_str(), stdout);
     return 0;
   }
 
@@ -123,7 +128,9 @@ class Getstripe {
     if (!rep.is_set() && !top) return 0;
     if (args_.quiet) return 0;  // -q shows objects, and directories have none
     proto::Layout eff = EffectiveDirLayout(rep.is_set() ? &rep.layout() : nullptr, fs_default_);
-    std::fputs(FormatDirLayout(path, eff, format_).c_str(), stdout);
+    GetstripeFormat format = format_;
+    format.fid = FormatFid(FidOfIno(r.attr.ino()));
+    std::fputs(FormatDirLayout(path, eff, format).c_str(), stdout);
     return 0;
   }
 
@@ -155,6 +162,8 @@ int LfsGetstripe(int argc, char** argv) {
       {"component-id", required_argument, nullptr, 'I'},
       {"comp-id", required_argument, nullptr, 'I'},
       {"component-count", no_argument, nullptr, 'C'},
+      {"fid", no_argument, nullptr, 'F'},
+      {"verbose", no_argument, nullptr, 'v'},
       {"comp-count", no_argument, nullptr, 'C'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
@@ -164,8 +173,10 @@ int LfsGetstripe(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":cdgiI:oLpqrSh", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":cdFgiI:oLpqrSvh", kLong, nullptr)) != -1) {
     switch (c) {
+      case 'F': args.fields |= kFieldFid; break;
+      case 'v': args.detail = true; break;
       case 'I': {
         char* end = nullptr;
         errno = 0;

@@ -30,7 +30,8 @@ const char* LfsUsage(const char* command) {
     return "usage: lfs getstripe [--stripe-count|-c] [--stripe-size|-S] [--stripe-index|-i]\n"
            "                     [--pool|-p] [--generation|-g] [--layout|-L] [--directory|-d]\n"
            "                     [--quiet|-q] [--recursive|-r] [--component-id|-I ID]\n"
-           "                     [--component-count] FILENAME|DIRECTORY...\n";
+           "                     [--component-count] [--fid|-F] [--verbose|-v]\n"
+           "                     FILENAME|DIRECTORY...\n";
   }
   if (cmd == "df") {
     return "usage: lfs df [--human-readable|-h] [--inodes|-i] [--pool|-p [FSNAME.]POOL] [PATH]\n"
