@@ -308,6 +308,31 @@ TEST_F(LfsTest, CompositeLayoutInstantiatesComponentsAsWritesReachThem) {
   r = Lfs({"find", P("pfl"), "--component-count", "3", "--type", "f"});
   EXPECT_NE(r.out.find(P("pfl/small")), std::string::npos) << Show(r);
 
+  // A template: getstripe --yaml, then setstripe --yaml on a new file gives the same layout.
+  r = Lfs({"getstripe", "--yaml", P("pfl/ckpt")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(r.out.rfind("lcm_layout_gen:", 0), 0u) << "no path in YAML\n" << r.out;
+  const std::string tmpl = std::string(::testing::TempDir()) + "/pfl-template.yaml";
+  {
+    FILE* f = fopen(tmpl.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    fputs(r.out.c_str(), f);
+    fclose(f);
+  }
+  r = Lfs({"setstripe", "--yaml", tmpl, P("pfl/copy")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  ASSERT_EQ(WriteFile(P("pfl/copy"), data, 1 << 20), 0);
+  auto copy = Resolve(*g_client, "/pfl/copy");
+  ASSERT_TRUE(copy.ok());
+  ASSERT_EQ(copy->layout().components_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(copy->layout().components(i).end(), e->layout().components(i).end());
+    EXPECT_EQ(copy->layout().components(i).layout().stripe_count(),
+              e->layout().components(i).layout().stripe_count());
+  }
+  EXPECT_EQ(Lfs({"setstripe", "--yaml", tmpl, "-c", "2", P("pfl/bad")}).exit_code, EINVAL);
+  EXPECT_NE(Lfs({"setstripe", "--yaml", "/nonexistent.yaml", P("pfl/bad")}).exit_code, 0);
+
   // The lustre.lov xattr is a lov_comp_md_v1.
   std::string v(8192, '\0');
   ssize_t n = getxattr(P("pfl/ckpt").c_str(), "lustre.lov", v.data(), v.size());

@@ -11,6 +11,7 @@
 #include "proto/layout_components.h"
 #include "tools/fs_connect.h"
 #include "tools/layout_format.h"
+#include "tools/layout_yaml.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
 
@@ -21,6 +22,7 @@ struct GetstripeArgs {
   uint32_t fields = 0;      // 0 = all
   uint32_t component_id = 0;  // -I: one component of a composite layout
   bool detail = false;        // -v
+  bool yaml = false;          // -y/--yaml
   bool quiet = false;       // -q: objects only
   int max_depth = 1;        // 0: the paths themselves (-d or a single field); -1: -r
   std::vector<std::string> paths;
@@ -107,6 +109,10 @@ class Getstripe {
       std::printf("%s has no stripe info\n", path.c_str());
       return 0;
     }
+    if (args_.yaml) {
+      std::fputs(FormatYaml(layout).c_str(), stdout);
+      return 0;
+    }
     GetstripeFormat format = format_;
     format.fid = FormatFid(FidOfIno(r.attr.ino()));
     std::fputs(FormatFileLayout(path, layout, format).c_str(), stdout);
@@ -128,6 +134,10 @@ class Getstripe {
     if (!rep.is_set() && !top) return 0;
     if (args_.quiet) return 0;  // -q shows objects, and directories have none
     proto::Layout eff = EffectiveDirLayout(rep.is_set() ? &rep.layout() : nullptr, fs_default_);
+    if (args_.yaml) {
+      std::fputs(FormatYaml(eff).c_str(), stdout);
+      return 0;
+    }
     GetstripeFormat format = format_;
     format.fid = FormatFid(FidOfIno(r.attr.ino()));
     std::fputs(FormatDirLayout(path, eff, format).c_str(), stdout);
@@ -164,6 +174,7 @@ int LfsGetstripe(int argc, char** argv) {
       {"component-count", no_argument, nullptr, 'C'},
       {"fid", no_argument, nullptr, 'F'},
       {"verbose", no_argument, nullptr, 'v'},
+      {"yaml", no_argument, nullptr, 'y'},
       {"comp-count", no_argument, nullptr, 'C'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
@@ -173,8 +184,9 @@ int LfsGetstripe(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":cdFgiI:oLpqrSvh", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":cdFgiI:oLpqrSvyh", kLong, nullptr)) != -1) {
     switch (c) {
+      case 'y': args.yaml = true; break;
       case 'F': args.fields |= kFieldFid; break;
       case 'v': args.detail = true; break;
       case 'I': {

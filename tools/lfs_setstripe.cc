@@ -7,7 +7,10 @@
 #include <getopt.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -17,6 +20,7 @@
 #include "tools/fs_connect.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
+#include "tools/layout_yaml.h"
 #include "tools/stripe_args.h"
 
 namespace stria::tools {
@@ -137,6 +141,7 @@ int LfsSetstripe(int argc, char** argv) {
       {"stripe_size", required_argument, nullptr, 'S'},
       {"component-end", required_argument, nullptr, 'E'},
       {"layout", required_argument, nullptr, 'L'},
+      {"yaml", required_argument, nullptr, 'y'},
       {"comp-end", required_argument, nullptr, 'E'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
@@ -149,8 +154,12 @@ int LfsSetstripe(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":c:dE:i:L:o:p:S:h", kLong, nullptr)) != -1) {
+  std::string yaml_file;
+  while ((c = getopt_long(argc, argv, ":c:dE:i:L:o:p:S:y:h", kLong, nullptr)) != -1) {
     switch (c) {
+      case 'y':
+        yaml_file = optarg;
+        break;
       case 'L': {
         const std::string pattern = optarg;
         if (pattern == "mdt") {
@@ -237,6 +246,25 @@ int LfsSetstripe(int argc, char** argv) {
   if (args.paths.empty()) return Usage("missing PATH");
   if (args.remove && layout_given) {
     return Usage("cannot combine -d with other options");
+  }
+  if (!yaml_file.empty()) {
+    // A template (lfs getstripe --yaml): the whole layout comes from it.
+    if (layout_given || args.remove) return Usage("--yaml takes no other layout option");
+    std::ifstream in(yaml_file);
+    if (!in) {
+      std::fprintf(stderr, "lfs setstripe: cannot read '%s': %s\n", yaml_file.c_str(),
+                   std::strerror(errno));
+      return errno != 0 ? errno : EIO;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = ParseYaml(text.str());
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "lfs setstripe: '%s': %s\n", yaml_file.c_str(),
+                   parsed.status().message().c_str());
+      return kUsageError;
+    }
+    args.layout = *parsed;
   }
   if (IsComposite(args.layout)) {
     for (const proto::LayoutComponent& comp : args.layout.components()) {

@@ -13,6 +13,7 @@ const char* LfsUsage(const char* command) {
            "FILENAME|DIRECTORY...\n"
            "       lfs setstripe --component-end|-E END1 [STRIPE_OPTIONS] [-E END2 "
            "[STRIPE_OPTIONS] ...] FILENAME|DIRECTORY...\n"
+           "       lfs setstripe --yaml|-y TEMPLATE FILENAME|DIRECTORY...\n"
            "       lfs setstripe -d DIRECTORY...\n"
            "\t-L mdt: the component's bytes live on the MDS (Data-on-MDT; only the first,\n"
            "\t     at most lod.*.dom_stripesize, 1 MiB by default); -L mdt alone: a file all\n"
@@ -30,7 +31,7 @@ const char* LfsUsage(const char* command) {
     return "usage: lfs getstripe [--stripe-count|-c] [--stripe-size|-S] [--stripe-index|-i]\n"
            "                     [--pool|-p] [--generation|-g] [--layout|-L] [--directory|-d]\n"
            "                     [--quiet|-q] [--recursive|-r] [--component-id|-I ID]\n"
-           "                     [--component-count] [--fid|-F] [--verbose|-v]\n"
+           "                     [--component-count] [--fid|-F] [--verbose|-v] [--yaml|-y]\n"
            "                     FILENAME|DIRECTORY...\n";
   }
   if (cmd == "df") {
