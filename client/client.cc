@@ -137,8 +137,8 @@ class ClientImpl final : public Client, private OstTransport {
                                         std::string_view path) override;
 
   Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
-                      std::span<uint8_t> buf) override {
-    return io_.Read(layout, file_size, offset, buf);
+                      std::span<uint8_t> buf, bool* missing_object) override {
+    return io_.Read(layout, file_size, offset, buf, missing_object);
   }
   Status Write(const proto::Layout& layout, uint64_t offset, std::span<const uint8_t> data,
                bool sync) override {

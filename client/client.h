@@ -67,8 +67,9 @@ class Client {
 
   // Reads [offset, offset+buf.size()) of a file of `file_size` bytes into buf: returns the
   // bytes read (short only at end of file); holes read as zeros.
+  // *missing_object: see StripedIo::Read.
   virtual Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
-                              std::span<uint8_t> buf) = 0;
+                              std::span<uint8_t> buf, bool* missing_object = nullptr) = 0;
 
   // Writes data at offset; every touched object is written in parallel. sync=true makes the
   // OSTs fdatasync before replying.

@@ -3,6 +3,7 @@
 #include <sys/uio.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <map>
 #include <unordered_map>
@@ -163,7 +164,8 @@ Result<std::vector<StripedIo::PlannedIo>> StripedIo::Plan(const proto::Layout& l
 }
 
 Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
-                               uint64_t offset, std::span<uint8_t> buf) {
+                               uint64_t offset, std::span<uint8_t> buf, bool* missing_object) {
+  std::atomic<bool> missing{false};
   if (buf.empty() || offset >= file_size) return size_t{0};
   const uint64_t len = std::min<uint64_t>(buf.size(), file_size - offset);
   std::vector<ObjectIo::Segment> holes;
@@ -196,8 +198,11 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
     Status st = Call(req.object().ost_idx(), proto::OP_OST_READ, req, &rep, bulk);
     if (st.code() == Code::kNoEnt) {
       got = 0;  // an object never written: all hole
+      missing.store(true);
     } else if (!st.ok()) {
       return st;
+    } else if (rep.missing()) {
+      missing.store(true);
     }
     if (got > io.length) {
       return Status(Code::kProtocol, "OST returned " + std::to_string(got) + " bytes for a " +
@@ -207,6 +212,7 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
     if (got < io.length) std::memset(dst + got, 0, io.length - got);
     return Status::Ok();
   }));
+  if (missing_object != nullptr) *missing_object = missing.load();
   return static_cast<size_t>(len);
 }
 

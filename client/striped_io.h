@@ -79,8 +79,11 @@ class StripedIo {
   // pool may be null (everything then runs on the calling thread).
   StripedIo(OstTransport* transport, internal::ThreadPool* pool, uint64_t max_rpc_bytes);
 
+  // *missing_object (when given) becomes true if an OST had no object it was asked for: a
+  // hole of a sparse file, or an object a layout change (lfs migrate) destroyed, which the
+  // caller may check by fetching the layout again.
   Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
-                      std::span<uint8_t> buf);
+                      std::span<uint8_t> buf, bool* missing_object = nullptr);
   Status Write(const proto::Layout& layout, uint64_t offset, std::span<const uint8_t> data,
                bool sync);
   Status TruncateObjects(const proto::Layout& layout, uint64_t size);

@@ -157,6 +157,7 @@ void MdsService::Register(lnet::RpcServer* server) {
   Add(server, OP_MDS_SYNC, &Sync);
   Add(server, OP_MDS_LAYOUT_INTENT, &LayoutIntent);
   Add(server, OP_MDS_FID2PATH, &Fid2Path);
+  Add(server, OP_MDS_MIGRATE, &Migrate, /*kick=*/true);
   RegisterDomOps(server);
 }
 

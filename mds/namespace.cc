@@ -226,11 +226,15 @@ Status Namespace::ReapOrphans() {
   return txn.Commit();
 }
 
-uint64_t Namespace::RegisterOpenLocked(uint64_t ino, bool track) {
+uint64_t Namespace::RegisterOpenLocked(uint64_t ino, bool track, bool writer) {
   const uint64_t h = ++next_handle_;
   if (!track) return h;
   handles_[h] = ino;
   open_counts_[ino]++;
+  if (writer) {
+    writer_handles_.insert(h);
+    writer_counts_[ino]++;
+  }
   return h;
 }
 
@@ -238,6 +242,9 @@ bool Namespace::RestoreHandleLocked(uint64_t handle, uint64_t ino) {
   auto [it, inserted] = handles_.emplace(handle, ino);
   if (!inserted) return it->second == ino;
   open_counts_[ino]++;
+  // The mode of a handle granted before the restart is not known: counted as a writer.
+  writer_handles_.insert(handle);
+  writer_counts_[ino]++;
   return true;
 }
 
@@ -245,6 +252,10 @@ bool Namespace::ReleaseHandleLocked(uint64_t handle, uint64_t ino) {
   auto it = handles_.find(handle);
   if (it == handles_.end() || it->second != ino) return false;
   handles_.erase(it);
+  if (writer_handles_.erase(handle) > 0) {
+    auto w = writer_counts_.find(ino);
+    if (w != writer_counts_.end() && --w->second == 0) writer_counts_.erase(w);
+  }
   auto c = open_counts_.find(ino);
   if (c == open_counts_.end()) return false;
   if (--c->second > 0) return false;

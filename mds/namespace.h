@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -147,7 +148,11 @@ class Namespace {
   // last link of a file holds it from the check to the commit, so no open slips between.
   std::mutex& open_mutex() { return open_mu_; }
   // REQUIRES: open_mutex() held. A new handle on `ino`; tracked (counted) for regular files.
-  uint64_t RegisterOpenLocked(uint64_t ino, bool track);
+  // writer: opened for writing (lfs migrate refuses files with writers).
+  uint64_t RegisterOpenLocked(uint64_t ino, bool track, bool writer = false);
+  // REQUIRES: open_mutex() held. Whether a handle opened for writing (or restored after a
+  // restart, whose mode is not known) is open on `ino`.
+  bool HasWritersLocked(uint64_t ino) const { return writer_counts_.count(ino) != 0; }
   // REQUIRES: open_mutex() held. Forgets `handle` (of `ino`); true when it was the last
   // handle on ino. Unknown handles (e.g. from before a restart) are ignored (false).
   bool ReleaseHandleLocked(uint64_t handle, uint64_t ino);
@@ -223,6 +228,8 @@ class Namespace {
   uint64_t next_handle_ = 0;                          // GUARDED_BY(open_mu_)
   std::map<uint64_t, uint64_t> handles_;              // GUARDED_BY(open_mu_): handle -> ino
   std::map<uint64_t, uint32_t> open_counts_;          // GUARDED_BY(open_mu_): ino -> handles
+  std::set<uint64_t> writer_handles_;                 // GUARDED_BY(open_mu_)
+  std::map<uint64_t, uint32_t> writer_counts_;        // GUARDED_BY(open_mu_): ino -> writers
 };
 
 // Group commit. Within a DeferredSync scope, mutations on this thread write their batch

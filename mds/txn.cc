@@ -47,18 +47,22 @@ InodeRecord* Txn::NewInode() {
   return &rec;
 }
 
+void Txn::QueueDestroy(const proto::Layout& layout) {
+  const std::vector<const proto::StripeObject*> objects = AllObjects(layout);
+  if (objects.empty()) return;
+  proto::OstDestroyRequest q;
+  for (const proto::StripeObject* o : objects) {
+    proto::ObjectId* id = q.add_objects();
+    id->set_ost_idx(o->ost_idx());
+    id->set_object_id(o->object_id());
+    id->set_group(o->group());
+  }
+  batch_.Put(DestroyKey(super_.destroy_seq++), q.SerializeAsString());
+}
+
 void Txn::RemoveInode(uint64_t ino) {
   auto it = inodes_.find(ino);
-  if (it != inodes_.end() && it->second.is_reg() && HasObjects(it->second.layout)) {
-    proto::OstDestroyRequest q;
-    for (const proto::StripeObject* o : AllObjects(it->second.layout)) {
-      proto::ObjectId* id = q.add_objects();
-      id->set_ost_idx(o->ost_idx());
-      id->set_object_id(o->object_id());
-      id->set_group(o->group());
-    }
-    batch_.Put(DestroyKey(super_.destroy_seq++), q.SerializeAsString());
-  }
+  if (it != inodes_.end() && it->second.is_reg()) QueueDestroy(it->second.layout);
   if (it != inodes_.end() && it->second.is_reg() && DomEnd(it->second.layout) > 0) {
     Status st = DomTruncateBlocks(ns_->db(), &batch_, ino, 0);
     if (!st.ok()) LOG_WARN("inode {}: Data-on-MDT blocks not removed: {}", ino, st.ToString());

@@ -45,6 +45,9 @@ class Txn {
   // Deletes the inode and its xattrs; when it is a regular file with objects, they are put on
   // the destroy queue in this batch.
   void RemoveInode(uint64_t ino);
+  // Queues every stripe object of `layout` for destruction (a destroy record in this batch,
+  // mds/destroy_queue.h): used when a layout is replaced (lfs migrate).
+  void QueueDestroy(const proto::Layout& layout);
   // The last link of loaded inode `ino` went away: RemoveInode, or, when the file is open,
   // keep it as an orphan (nlink 0, U key) until its last close. Holds the Namespace's open
   // mutex from here to the end of the Txn.

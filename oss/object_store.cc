@@ -192,8 +192,9 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
 }
 
 Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
-                                 std::span<uint8_t> buf, uint64_t* object_size) {
+                                 std::span<uint8_t> buf, uint64_t* object_size, bool* missing) {
   *object_size = 0;
+  if (missing != nullptr) *missing = false;
   STRIA_RETURN_IF_ERROR(CheckRange(offset, buf.size()));
   // The regions are locked before the size is read: a write elsewhere may grow the object
   // meanwhile, which leaves the chunks read here (zero-padded at the old end) unchanged.
@@ -202,8 +203,9 @@ Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
                                  /*exclusive=*/false);
   Result<FileRef> file = GetFile(group, id, /*create=*/false);
   if (!file.ok()) {
-    if (file.status().code() == Code::kNoEnt) return size_t{0};
-    return file.status();
+    if (file.status().code() != Code::kNoEnt) return file.status();
+    if (missing != nullptr) *missing = true;
+    return size_t{0};
   }
   STRIA_ASSIGN_OR_RETURN(uint64_t size, FileSize((*file)->fd()));
   *object_size = size;

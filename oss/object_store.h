@@ -99,9 +99,10 @@ class ObjectStore {
                          std::span<const uint8_t> data, bool sync);
 
   // Reads up to buf.size() bytes at offset; returns how many exist below the object's size
-  // (holes read as zeros). *object_size gets the size (0 for a missing object).
+  // (holes read as zeros). *object_size gets the size (0 for a missing object); *missing
+  // (when given) whether the object does not exist at all.
   Result<size_t> Read(uint64_t group, uint64_t id, uint64_t offset, std::span<uint8_t> buf,
-                      uint64_t* object_size);
+                      uint64_t* object_size, bool* missing = nullptr);
 
   // Frees [offset, offset+length) keeping the size; a missing object stays missing. Returns
   // the object's size.

@@ -104,13 +104,15 @@ void OssService::Register(lnet::RpcServer* server) {
         STRIA_RETURN_IF_ERROR(CheckRange(req.offset(), req.length()));
         lnet::Buffer buf(static_cast<size_t>(req.length()));
         uint64_t object_size = 0;
-        Result<size_t> n =
-            ost->Read(obj.group(), obj.object_id(), req.offset(), buf.span(), &object_size);
+        bool missing = false;
+        Result<size_t> n = ost->Read(obj.group(), obj.object_id(), req.offset(), buf.span(),
+                                     &object_size, &missing);
         STRIA_RETURN_IF_ERROR(Note(n.status(), "read", obj));
         buf.Shrink(*n);
         ctx.bulk_out = std::move(buf);
         rep->set_length(*n);
         rep->set_object_size(object_size);
+        rep->set_missing(missing);
         return Status::Ok();
       });
 

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <atomic>
+#include <thread>
+#include <chrono>
 #include <memory>
 #include <regex>
 #include <set>
@@ -657,6 +660,93 @@ TEST_F(LfsTest, FindSelectsByLayoutSizeNameAndTime) {
   EXPECT_EQ(Lfs({"find", P("find"), "-name", "x", "!"}).exit_code, EINVAL);
   EXPECT_EQ(Lfs({"find", P("find"), "--layout", "raid5"}).exit_code, EINVAL);
   EXPECT_EQ(Lfs({"find", P("find"), "--user", "no-such-user-here"}).exit_code, EINVAL);
+}
+
+// lfs migrate: restriped online under a reader that checks every byte; a writer makes
+// --non-block fail with EBUSY and the blocking form wait for it.
+TEST_F(LfsTest, MigrateRestripesUnderAConcurrentReader) {
+  ASSERT_EQ(mkdir(P("mig").c_str(), 0755), 0);
+  ASSERT_EQ(Lfs({"setstripe", "-c", "1", "-S", "1M", P("mig")}).exit_code, 0);
+  const auto data = Pattern((6 << 20) + 123, 66);
+  ASSERT_EQ(WriteFile(P("mig/f"), data, 1 << 20), 0);
+  struct stat before {};
+  ASSERT_EQ(stat(P("mig/f").c_str(), &before), 0);
+  auto old_layout = Resolve(*g_client, "/mig/f");
+  ASSERT_TRUE(old_layout.ok());
+
+  // A reader, holding the file open, reads it whole again and again.
+  std::atomic<bool> stop{false};
+  std::atomic<int> passes{0}, errors{0};
+  std::thread reader([&] {
+    const int fd = open(P("mig/f").c_str(), O_RDONLY | O_DIRECT);
+    if (fd < 0) {
+      errors++;
+      return;
+    }
+    void* buf = nullptr;
+    if (posix_memalign(&buf, 4096, 8 << 20) != 0) return;
+    while (!stop.load()) {
+      size_t n = 0;
+      for (;;) {  // a direct read may come back in pieces
+        const ssize_t got = pread(fd, static_cast<char*>(buf) + n, (8 << 20) - n, static_cast<off_t>(n));
+        if (got <= 0) break;
+        n += static_cast<size_t>(got);
+      }
+      if (n != data.size() || std::memcmp(buf, data.data(), data.size()) != 0) errors++;
+      passes++;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    free(buf);
+    close(fd);
+  });
+  CommandResult r = Lfs({"migrate", "-c", "4", P("mig/f")});
+  // Keep reading a little after the swap: the old objects go away now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  stop = true;
+  reader.join();
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  EXPECT_EQ(errors.load(), 0) << "the reader saw an error or wrong bytes";
+  EXPECT_GT(passes.load(), 2);
+
+  auto now = Resolve(*g_client, "/mig/f");
+  ASSERT_TRUE(now.ok());
+  EXPECT_EQ(now->attr().ino(), old_layout->attr().ino()) << "same inode, same FID";
+  EXPECT_EQ(now->layout().objects_size(), 4);
+  EXPECT_EQ(now->layout().generation(), old_layout->layout().generation() + 1);
+  r = Lfs({"getstripe", "-c", P("mig/f")});
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("^\\s*4\\s*$"))) << r.out;
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("mig/f"), &got), 0);
+  EXPECT_EQ(FirstDiff(got, data), -1);
+  // The old object is gone from its OST (destroyed after the swap).
+  bool gone = false;
+  for (int i = 0; i < 50 && !gone; ++i) {
+    auto a = ObjectAttr(*g_client, old_layout->layout().objects(0));
+    gone = a.ok() && !a->exists();
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(gone) << "the old object is still there";
+
+  // A writer: --non-block gives EBUSY and changes nothing; the blocking form waits.
+  const int wfd = open(P("mig/f").c_str(), O_WRONLY);
+  ASSERT_GE(wfd, 0);
+  r = Lfs({"migrate", "--non-block", "-c", "2", P("mig/f")});
+  EXPECT_EQ(r.exit_code, EBUSY) << Show(r);
+  auto still = Resolve(*g_client, "/mig/f");
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still->layout().objects_size(), 4);
+  std::thread closer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    close(wfd);
+  });
+  r = Lfs({"migrate", "-c", "2", P("mig/f")});
+  closer.join();
+  EXPECT_EQ(r.exit_code, 0) << Show(r);
+  auto two = Resolve(*g_client, "/mig/f");
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->layout().objects_size(), 2);
+  ASSERT_EQ(ReadFile(P("mig/f"), &got), 0);
+  EXPECT_EQ(FirstDiff(got, data), -1);
 }
 
 // lctl --device N deactivate: the OST shows IN in lctl dl and gets no new objects until

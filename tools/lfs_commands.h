@@ -16,6 +16,7 @@ int LfsPath2fid(int argc, char** argv);
 int LfsFid2path(int argc, char** argv);
 int LfsTargets(int argc, char** argv);  // lfs osts, lfs mdts
 int LfsCheck(int argc, char** argv);
+int LfsMigrate(int argc, char** argv);
 
 // The usage text of a subcommand ("" when unknown).
 const char* LfsUsage(const char* command);

@@ -31,6 +31,7 @@ void PrintHelp(FILE* out) {
              "  fid2path    show every path of FIDs\n"
              "  osts, mdts  list the targets and whether each is active\n"
              "  check       ping the servers: check osts|mds|mgts|servers\n"
+             "  migrate     restripe files online (same inode, FID and bytes)\n"
              "  help        show a command's usage\n"
              "  --version   show the version\n"
              "Run 'lfs help COMMAND' for a command's options.\n",
@@ -75,6 +76,7 @@ int main(int argc, char** argv) {
   if (cmd == "fid2path") return LfsFid2path(argc - 1, argv + 1);
   if (cmd == "osts" || cmd == "mdts") return LfsTargets(argc - 1, argv + 1);
   if (cmd == "check") return LfsCheck(argc - 1, argv + 1);
+  if (cmd == "migrate") return LfsMigrate(argc - 1, argv + 1);
   std::fprintf(stderr, "lfs: unknown command '%s'; try 'lfs help'\n", cmd.c_str());
 
   return kUsageError;

@@ -147,10 +147,7 @@ int LfsSetstripe(int argc, char** argv) {
       {nullptr, 0, nullptr, 0},
   };
   SetstripeArgs args;
-  args.layout.set_pattern(proto::PATTERN_RAID0);
-  args.layout.set_stripe_offset(-1);
-  bool layout_given = false;
-  proto::Layout* cur = &args.layout;  // the plain layout the options describe
+  LayoutOptions options;
   optind = 0;
   opterr = 0;
   int c;
@@ -160,78 +157,18 @@ int LfsSetstripe(int argc, char** argv) {
       case 'y':
         yaml_file = optarg;
         break;
-      case 'L': {
-        const std::string pattern = optarg;
-        if (pattern == "mdt") {
-          cur->set_pattern(proto::PATTERN_MDT);
-        } else if (pattern == "raid0") {
-          cur->set_pattern(proto::PATTERN_RAID0);
-        } else {
-          return Usage(("invalid layout '" + pattern + "': mdt or raid0").c_str());
-        }
-        layout_given = true;
-        break;
-      }
-      case 'E': {
-        auto end = ParseComponentEnd(optarg);
-        if (!end.ok()) return Usage(end.status().message().c_str());
-        if (!IsComposite(args.layout) && layout_given) {
-          return Usage("layout options must follow -E in a composite layout");
-        }
-        const uint64_t start =
-            IsComposite(args.layout) ? args.layout.components().rbegin()->end() : 0;
-        if (start == kLayoutEof) return Usage("no component may follow one that ends at EOF");
-        if (*end <= start) {
-          return Usage(("component end " + std::string(optarg) + " is not past the previous "
-                        "end " + std::to_string(start)).c_str());
-        }
-        args.layout.clear_stripe_offset();
-        args.layout.clear_pattern();
-        proto::LayoutComponent* comp = args.layout.add_components();
-        comp->set_start(start);
-        comp->set_end(*end);
-        cur = comp->mutable_layout();
-        cur->set_pattern(proto::PATTERN_RAID0);
-        cur->set_stripe_offset(-1);
-        layout_given = true;
-        break;
-      }
-      case 'c': {
-        auto v = ParseStripeCount(optarg);
-        if (!v.ok()) return Usage(v.status().message().c_str());
-        cur->set_stripe_count(*v);
-        layout_given = true;
-        break;
-      }
       case 'd':
         args.remove = true;
         break;
+      case 'E':
+      case 'L':
+      case 'c':
       case 'i':
-      case 'o': {
-        auto v = ParseStripeIndex(optarg);
-        if (!v.ok()) return Usage(v.status().message().c_str());
-        cur->set_stripe_offset(*v);
-        layout_given = true;
+      case 'o':
+      case 'p':
+      case 'S':
+        if (Status st = options.Apply(c, optarg); !st.ok()) return Usage(st.message().c_str());
         break;
-      }
-      case 'p': {
-        std::string pool = optarg;
-        // Lustre accepts "fsname.pool"; the pool is the part after the dot.
-        if (size_t dot = pool.find('.'); dot != std::string::npos) pool = pool.substr(dot + 1);
-        if (pool.empty() || pool.size() > 15) {
-          return Usage(("invalid pool name '" + std::string(optarg) + "'").c_str());
-        }
-        cur->set_pool(pool);
-        layout_given = true;
-        break;
-      }
-      case 'S': {
-        auto v = ParseStripeSize(optarg);
-        if (!v.ok()) return Usage(v.status().message().c_str());
-        cur->set_stripe_size(*v);
-        layout_given = true;
-        break;
-      }
       case 'h':
         std::fputs(LfsUsage("setstripe"), stdout);
         return 0;
@@ -244,6 +181,8 @@ int LfsSetstripe(int argc, char** argv) {
   }
   for (int i = optind; i < argc; ++i) args.paths.emplace_back(argv[i]);
   if (args.paths.empty()) return Usage("missing PATH");
+  const bool layout_given = options.given();
+  args.layout = options.layout();
   if (args.remove && layout_given) {
     return Usage("cannot combine -d with other options");
   }
@@ -266,20 +205,7 @@ int LfsSetstripe(int argc, char** argv) {
     }
     args.layout = *parsed;
   }
-  if (IsComposite(args.layout)) {
-    for (const proto::LayoutComponent& comp : args.layout.components()) {
-      const uint64_t size = comp.layout().stripe_size();
-      const bool dom = comp.layout().pattern() == proto::PATTERN_MDT;
-      if (dom && (comp.layout().stripe_count() != 0 || comp.layout().pool().size() > 0)) {
-        return Usage("a Data-on-MDT component (-L mdt) takes no -c or -p");
-      }
-      if (!dom && size != 0 && comp.end() != kLayoutEof && comp.end() % size != 0) {
-        return Usage(("component end " + std::to_string(comp.end()) +
-                      " is not a multiple of its stripe size " + std::to_string(size))
-                         .c_str());
-      }
-    }
-  }
+  if (Status st = options.Finish(); !st.ok()) return Usage(st.message().c_str());
   ToolSession session;
   int rc = 0;
   for (const std::string& path : args.paths) {

@@ -61,6 +61,14 @@ const char* LfsUsage(const char* command) {
            "\tShows every path of each FID (all names of a hard-linked file), under the\n"
            "\tmount point ROOT, or from the root of filesystem FSNAME. Root only.\n";
   }
+  if (cmd == "migrate") {
+    return "usage: lfs migrate [--stripe-count|-c N] [--stripe-size|-S SIZE] [--stripe-index|-i IDX]\n"
+           "                   [--pool|-p POOL] [-E END [STRIPE_OPTIONS] ...] [--non-block|-n]\n"
+           "                   FILE...\n"
+           "\tRestripes each FILE online: the inode, FID and bytes stay, the layout generation\n"
+           "\tgrows, the old objects are destroyed. A writer makes --non-block fail with EBUSY;\n"
+           "\twithout it, lfs migrate waits for the writer and tries again.\n";
+  }
   if (cmd == "osts") return "usage: lfs osts [PATH]\n\tLists the OSTs and whether each is active.\n";
   if (cmd == "mdts") return "usage: lfs mdts [PATH]\n\tLists the MDTs.\n";
   if (cmd == "check") {

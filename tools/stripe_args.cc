@@ -96,4 +96,93 @@ Result<uint64_t> ParseComponentEnd(std::string_view text) {
   return *size;
 }
 
+LayoutOptions::LayoutOptions() : cur_(&layout_) {
+  layout_.set_pattern(proto::PATTERN_RAID0);
+  layout_.set_stripe_offset(-1);
+}
+
+Status LayoutOptions::Apply(int c, const char* arg) {
+  const std::string text = arg;
+  switch (c) {
+    case 'E': {
+      STRIA_ASSIGN_OR_RETURN(uint64_t end, ParseComponentEnd(text));
+      if (!IsComposite(layout_) && given_) {
+        return Status(Code::kInval, "layout options must follow -E in a composite layout");
+      }
+      const uint64_t start = IsComposite(layout_) ? layout_.components().rbegin()->end() : 0;
+      if (start == kLayoutEof) {
+        return Status(Code::kInval, "no component may follow one that ends at EOF");
+      }
+      if (end <= start) {
+        return Status(Code::kInval, "component end " + text + " is not past the previous end " +
+                                        std::to_string(start));
+      }
+      layout_.clear_stripe_offset();
+      layout_.clear_pattern();
+      proto::LayoutComponent* comp = layout_.add_components();
+      comp->set_start(start);
+      comp->set_end(end);
+      cur_ = comp->mutable_layout();
+      cur_->set_pattern(proto::PATTERN_RAID0);
+      cur_->set_stripe_offset(-1);
+      break;
+    }
+    case 'L':
+      if (text == "mdt") {
+        cur_->set_pattern(proto::PATTERN_MDT);
+      } else if (text == "raid0") {
+        cur_->set_pattern(proto::PATTERN_RAID0);
+      } else {
+        return Status(Code::kInval, "invalid layout '" + text + "': mdt or raid0");
+      }
+      break;
+    case 'c': {
+      STRIA_ASSIGN_OR_RETURN(int32_t v, ParseStripeCount(text));
+      cur_->set_stripe_count(v);
+      break;
+    }
+    case 'i':
+    case 'o': {
+      STRIA_ASSIGN_OR_RETURN(int32_t v, ParseStripeIndex(text));
+      cur_->set_stripe_offset(v);
+      break;
+    }
+    case 'p': {
+      std::string pool = text;
+      // Lustre accepts "fsname.pool"; the pool is the part after the dot.
+      if (size_t dot = pool.find('.'); dot != std::string::npos) pool = pool.substr(dot + 1);
+      if (pool.empty() || pool.size() > 15) {
+        return Status(Code::kInval, "invalid pool name '" + text + "'");
+      }
+      cur_->set_pool(pool);
+      break;
+    }
+    case 'S': {
+      STRIA_ASSIGN_OR_RETURN(uint64_t v, ParseStripeSize(text));
+      cur_->set_stripe_size(v);
+      break;
+    }
+    default:
+      return Status(Code::kInval, "not a layout option");
+  }
+  given_ = true;
+  return Status::Ok();
+}
+
+Status LayoutOptions::Finish() const {
+  for (const proto::LayoutComponent& comp : layout_.components()) {
+    const uint64_t size = comp.layout().stripe_size();
+    const bool dom = comp.layout().pattern() == proto::PATTERN_MDT;
+    if (dom && (comp.layout().stripe_count() != 0 || !comp.layout().pool().empty())) {
+      return Status(Code::kInval, "a Data-on-MDT component (-L mdt) takes no -c or -p");
+    }
+    if (!dom && size != 0 && comp.end() != kLayoutEof && comp.end() % size != 0) {
+      return Status(Code::kInval, "component end " + std::to_string(comp.end()) +
+                                      " is not a multiple of its stripe size " +
+                                      std::to_string(size));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace stria::tools

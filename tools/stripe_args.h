@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "proto/stria.pb.h"
 
 namespace stria::tools {
 
@@ -34,5 +35,25 @@ Result<int32_t> ParseStripeIndex(std::string_view text);
 
 // A component end (see above); 0 is refused.
 Result<uint64_t> ParseComponentEnd(std::string_view text);
+
+// The layout lfs setstripe's (and lfs migrate's) layout options describe, built one option
+// at a time: -E END starts a component (options after it describe that component), -c, -S,
+// -i/-o, -p and -L set fields of the current one. Errors are EINVAL with the reason.
+class LayoutOptions {
+ public:
+  LayoutOptions();
+  // Applies option `c` ('E', 'c', 'S', 'i', 'o', 'p', 'L') with its argument.
+  Status Apply(int c, const char* arg);
+  // Whether any layout option was given.
+  bool given() const { return given_; }
+  // The final checks (component ends against stripe sizes, DoM components' options).
+  Status Finish() const;
+  const proto::Layout& layout() const { return layout_; }
+
+ private:
+  proto::Layout layout_;   // count 0 / size 0 = inherit; offset -1 = the MDS chooses
+  proto::Layout* cur_;     // the plain layout the options describe
+  bool given_ = false;
+};
 
 }  // namespace stria::tools

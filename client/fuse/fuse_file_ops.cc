@@ -171,7 +171,19 @@ Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_
   STRIA_ASSIGN_OR_RETURN(std::shared_ptr<const proto::Layout> layout,
                          ReadLayout(fh, offset, std::min<uint64_t>(size, offset + buf.size())));
   if (!layout) return size_t{0};
-  return client_->Read(*layout, size, offset, buf);
+  bool missing = false;
+  STRIA_ASSIGN_OR_RETURN(size_t n, client_->Read(*layout, size, offset, buf, &missing));
+  if (!missing) return n;
+  // An object was missing: a hole, or the layout changed under this open file (lfs migrate
+  // swapped it and the old objects are being destroyed). A newer layout means read again.
+  proto::GetattrRequest gr;
+  *gr.mutable_cred() = fh->cred;
+  gr.set_ino(fh->inode->ino);
+  proto::AttrReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
+  std::shared_ptr<const proto::Layout> now = fh->inode->set_layout(rep.layout());
+  if (now == nullptr || now->generation() == layout->generation()) return n;
+  return client_->Read(*now, size, offset, buf);
 }
 
 Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data) {

@@ -111,7 +111,7 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
   if (!req.open()) return txn.Commit();
   // Lock order: the namespace mutex, then the open mutex (as Txn::DropLastLink).
   std::lock_guard open_lock(ns.open_mutex());
-  rep->set_handle(ns.RegisterOpenLocked(ino, /*track=*/true));
+  rep->set_handle(ns.RegisterOpenLocked(ino, /*track=*/true, /*writer=*/true));
   Status st = txn.Commit();
   if (!st.ok()) ns.ReleaseHandleLocked(rep->handle(), ino);
   return st;

@@ -57,7 +57,7 @@ Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep)
     (void)n;  // bytes past the last stored one are holes: already zeros
     rep->set_has_data(true);
   }
-  rep->set_handle(ns.RegisterOpenLocked(req.ino(), rec.is_reg()));
+  rep->set_handle(ns.RegisterOpenLocked(req.ino(), rec.is_reg(), (mask & kMayWrite) != 0));
   return Status::Ok();
 }
 

@@ -42,6 +42,7 @@ Status GetDefaultLayout(Namespace& ns, const proto::GetDefaultLayoutRequest& req
 Status LayoutIntent(Namespace& ns, const proto::LayoutIntentRequest& req,
                     proto::LayoutIntentReply* rep);
 Status Fid2Path(Namespace& ns, const proto::Fid2PathRequest& req, proto::Fid2PathReply* rep);
+Status Migrate(Namespace& ns, const proto::MigrateRequest& req, proto::MigrateReply* rep);
 // Data-on-MDT I/O: the read's bytes go to *data (the reply bulk), the write's come in `data`.
 Status DomRead(Namespace& ns, const proto::DomIoRequest& req, lnet::Buffer* data,
                proto::DomIoReply* rep);

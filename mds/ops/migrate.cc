@@ -1,0 +1,89 @@
+// OP_MDS_MIGRATE: lfs migrate (see the message in proto/stria.proto).
+//   BEGIN: ENOENT, EINVAL for a non-file or a bad layout, EACCES without write access, EBUSY
+//   while a writer has the file open, EOPNOTSUPP to or from Data-on-MDT (its bytes are the
+//   MDS's, keyed by the inode, not objects that can be copied aside).
+//   COMMIT: EBUSY when the file changed (size, mtime or layout generation) or has a writer.
+//   ABORT: always succeeds for a layout BEGIN returned; its objects are destroyed.
+#include <algorithm>
+#include <mutex>
+
+#include "mds/internal/layout_alloc.h"
+#include "mds/internal/perm.h"
+#include "mds/ops/ops.h"
+#include "mds/schema.h"
+#include "mds/txn.h"
+#include "proto/layout_components.h"
+
+namespace stria::mds {
+
+namespace {
+
+void FillVersion(const InodeRecord& rec, proto::MigrateReply* rep) {
+  rep->set_size(rec.attr.size());
+  rep->set_mtime_ns(rec.attr.mtime_ns());
+  rep->set_generation(rec.layout.generation());
+}
+
+}  // namespace
+
+Status Migrate(Namespace& ns, const proto::MigrateRequest& req, proto::MigrateReply* rep) {
+  std::lock_guard lock(ns.mutex());
+  Txn txn(&ns);
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
+  if (!rec->is_reg()) {
+    return Status(Code::kInval, "inode " + std::to_string(req.ino()) + " is not a regular file");
+  }
+  STRIA_RETURN_IF_ERROR(CheckAccess(rec->attr, req.cred(), kMayWrite));
+  bool writers = false;
+  {
+    // Lock order: the namespace mutex, then the open mutex.
+    std::lock_guard open_lock(ns.open_mutex());
+    writers = ns.HasWritersLocked(req.ino());
+  }
+  switch (req.step()) {
+    case proto::MIGRATE_BEGIN: {
+      if (writers) return Status(Code::kBusy, "the file is open for writing");
+      if (DomEnd(rec->layout) > 0 ||
+          (!IsComposite(req.layout()) && req.layout().pattern() == proto::PATTERN_MDT) ||
+          (IsComposite(req.layout()) &&
+           req.layout().components(0).layout().pattern() == proto::PATTERN_MDT)) {
+        return Status(Code::kNotSup, "migrating to or from Data-on-MDT is not supported");
+      }
+      const uint64_t parent = rec->links.empty() ? kRootIno : rec->links.front().first;
+      const proto::Layout* requested = req.has_layout() ? &req.layout() : nullptr;
+      STRIA_ASSIGN_OR_RETURN(proto::Layout l, AllocateLayout(txn, parent, requested));
+      // Every component the file's bytes reach gets its objects now: the copy writes them.
+      STRIA_RETURN_IF_ERROR(
+          InstantiateRange(txn, &l, 0, std::max<uint64_t>(rec->attr.size(), 1)).status());
+      l.set_ino(req.ino());
+      *rep->mutable_layout() = l;
+      FillVersion(*rec, rep);
+      return txn.Commit();  // the object id counters
+    }
+    case proto::MIGRATE_COMMIT: {
+      if (writers) return Status(Code::kBusy, "the file is open for writing");
+      if (rec->attr.size() != req.size() || rec->attr.mtime_ns() != req.mtime_ns() ||
+          rec->layout.generation() != req.generation()) {
+        return Status(Code::kBusy, "the file changed during the migration");
+      }
+      if (!HasObjects(req.layout())) return Status(Code::kInval, "the new layout has no objects");
+      txn.QueueDestroy(rec->layout);
+      proto::Layout l = req.layout();
+      l.set_generation(rec->layout.generation() + 1);
+      l.set_ino(req.ino());
+      rec->layout = std::move(l);
+      rec->attr.set_ctime_ns(txn.now());
+      txn.Dirty(req.ino());
+      *rep->mutable_layout() = rec->layout;
+      FillVersion(*rec, rep);
+      return txn.Commit();
+    }
+    case proto::MIGRATE_ABORT:
+      txn.QueueDestroy(req.layout());
+      return txn.Commit();
+    default:
+      return Status(Code::kInval, "unknown migrate step " + std::to_string(req.step()));
+  }
+}
+
+}  // namespace stria::mds

@@ -1,0 +1,173 @@
+// lfs migrate: restripe files online, keeping their inode, FID and bytes.
+//
+//   lfs migrate [-c N] [-S SIZE] [-i IDX] [-p POOL] [-E END ...] [--non-block|-n] FILE...
+//
+// For each file: OP_MDS_MIGRATE BEGIN allocates the new layout (the options, over the
+// directory's default as for a new file), the bytes are copied from the old objects to the
+// new ones through libstria and synced, and COMMIT swaps the layouts if nothing wrote the
+// file meanwhile; the old objects are destroyed by the MDS. A reader with the file open keeps
+// reading the same bytes (the FUSE client refetches the layout when an old object is gone).
+// A writer, at the start or during the copy: --non-block fails with EBUSY (the new objects
+// are given back); the default waits and tries again, for up to a minute.
+#include <getopt.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "proto/layout_components.h"
+#include "tools/fs_connect.h"
+#include "tools/lfs_commands.h"
+#include "tools/mount_info.h"
+#include "tools/stripe_args.h"
+
+namespace stria::tools {
+namespace {
+
+int Usage(const char* why) {
+  if (why != nullptr && *why != '\0') std::fprintf(stderr, "lfs migrate: %s\n", why);
+  std::fputs(LfsUsage("migrate"), stderr);
+  return kUsageError;
+}
+
+constexpr uint64_t kCopyChunk = 4ull << 20;
+constexpr int kBusyRetries = 600;  // x 100 ms
+constexpr auto kBusyWait = std::chrono::milliseconds(100);
+
+// Copies [0, size) from `from` to `to` and makes it durable.
+Status CopyData(client::Client* c, const proto::Layout& from, const proto::Layout& to,
+                uint64_t size) {
+  std::vector<uint8_t> buf(kCopyChunk);
+  for (uint64_t off = 0; off < size; off += kCopyChunk) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kCopyChunk, size - off));
+    STRIA_ASSIGN_OR_RETURN(size_t got, c->Read(from, size, off, std::span<uint8_t>(buf.data(), n)));
+    if (got != n) return Status(Code::kIO, "short read while copying");
+    STRIA_RETURN_IF_ERROR(c->Write(to, off, std::span<const uint8_t>(buf.data(), n)));
+  }
+  return c->SyncObjects(to);
+}
+
+// One attempt: BEGIN, copy, COMMIT (ABORT on failure). kBusy when a writer got in the way.
+Status MigrateOnce(client::Client* c, const proto::Credentials& cred, uint64_t ino,
+                   const proto::Layout& old_layout, const LayoutOptions& options) {
+  proto::MigrateRequest begin;
+  *begin.mutable_cred() = cred;
+  begin.set_ino(ino);
+  begin.set_step(proto::MIGRATE_BEGIN);
+  if (options.given()) *begin.mutable_layout() = options.layout();
+  proto::MigrateReply started;
+  STRIA_RETURN_IF_ERROR(c->MdsCall(proto::OP_MDS_MIGRATE, begin, &started));
+  proto::MigrateRequest end;
+  *end.mutable_cred() = cred;
+  end.set_ino(ino);
+  *end.mutable_layout() = started.layout();
+  Status st = CopyData(c, old_layout, started.layout(), started.size());
+  if (st.ok()) {
+    end.set_step(proto::MIGRATE_COMMIT);
+    end.set_size(started.size());
+    end.set_mtime_ns(started.mtime_ns());
+    end.set_generation(started.generation());
+    proto::MigrateReply done;
+    st = c->MdsCall(proto::OP_MDS_MIGRATE, end, &done);
+    if (st.ok()) return st;
+  }
+  // Give the new objects back; the file keeps its old layout.
+  end.set_step(proto::MIGRATE_ABORT);
+  proto::MigrateReply aborted;
+  if (Status a = c->MdsCall(proto::OP_MDS_MIGRATE, end, &aborted); !a.ok()) {
+    std::fprintf(stderr, "lfs migrate: cannot give back the new objects: %s\n",
+                 a.ToString().c_str());
+  }
+  return st;
+}
+
+}  // namespace
+
+int LfsMigrate(int argc, char** argv) {
+  static const option kLong[] = {
+      {"stripe-count", required_argument, nullptr, 'c'},
+      {"stripe_count", required_argument, nullptr, 'c'},
+      {"stripe-size", required_argument, nullptr, 'S'},
+      {"stripe_size", required_argument, nullptr, 'S'},
+      {"stripe-index", required_argument, nullptr, 'i'},
+      {"stripe_index", required_argument, nullptr, 'i'},
+      {"ost", required_argument, nullptr, 'o'},
+      {"pool", required_argument, nullptr, 'p'},
+      {"component-end", required_argument, nullptr, 'E'},
+      {"comp-end", required_argument, nullptr, 'E'},
+      {"non-block", no_argument, nullptr, 'n'},
+      {"help", no_argument, nullptr, 'h'},
+      {nullptr, 0, nullptr, 0},
+  };
+  LayoutOptions options;
+  bool non_block = false;
+  optind = 0;
+  opterr = 0;
+  int c;
+  while ((c = getopt_long(argc, argv, ":c:E:i:no:p:S:h", kLong, nullptr)) != -1) {
+    switch (c) {
+      case 'n':
+        non_block = true;
+        break;
+      case 'h':
+        std::fputs(LfsUsage("migrate"), stdout);
+        return 0;
+      case ':':
+        return Usage(
+            (std::string("option '") + argv[optind - 1] + "' requires an argument").c_str());
+      case '?':
+        return Usage((std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
+      default:
+        if (Status st = options.Apply(c, optarg); !st.ok()) return Usage(st.message().c_str());
+    }
+  }
+  if (optind >= argc) return Usage("missing FILE");
+  if (Status st = options.Finish(); !st.ok()) return Usage(st.message().c_str());
+  ToolSession session;
+  int rc = 0;
+  for (int i = optind; i < argc; ++i) {
+    const std::string path = argv[i];
+    auto fail = [&](const Status& st) {
+      std::fprintf(stderr, "lfs migrate: cannot migrate '%s': %s\n", path.c_str(),
+                   st.ToString().c_str());
+      if (rc == 0) rc = ExitCode(st);
+    };
+    auto where = LocatePath(path);
+    if (!where.ok()) {
+      fail(where.status());
+      continue;
+    }
+    auto cl = session.ClientFor(*where);
+    if (!cl.ok()) {
+      fail(cl.status());
+      continue;
+    }
+    Status st;
+    for (int attempt = 0;; ++attempt) {
+      // The layout to copy from, as the MDS has it now.
+      auto r = session.Resolve(*cl, where->fs_path);
+      if (!r.ok()) {
+        st = r.status();
+        break;
+      }
+      if (!r->is_reg()) {
+        st = Status(Code::kInval, "not a regular file");
+        break;
+      }
+      auto layout = session.FileLayout(*cl, r->attr);
+      if (!layout.ok()) {
+        st = layout.status();
+        break;
+      }
+      st = MigrateOnce(*cl, session.cred(), r->attr.ino(), *layout, options);
+      if (st.code() != Code::kBusy || non_block || attempt >= kBusyRetries) break;
+      std::this_thread::sleep_for(kBusyWait);
+    }
+    if (!st.ok()) fail(st);
+  }
+  return rc;
+}
+
+}  // namespace stria::tools
