@@ -14,6 +14,14 @@ namespace {
 
 uint32_t BlockOf(uint64_t offset) { return static_cast<uint32_t>(offset / kDomBlock); }
 
+// The block number of a DoM key (its big-endian tail after the inode's prefix).
+Result<uint32_t> BlockOfKey(const rocksdb::Slice& key, size_t prefix_size) {
+  if (key.size() != prefix_size + 4) return Status(Code::kCorrupt, "bad DoM block key");
+  uint32_t block = 0;
+  for (size_t i = 0; i < 4; ++i) block = (block << 8) | static_cast<uint8_t>(key[prefix_size + i]);
+  return block;
+}
+
 }  // namespace
 
 Result<size_t> DomReadBlocks(rocksdb::DB* db, uint64_t ino, uint64_t offset,
@@ -27,10 +35,7 @@ Result<size_t> DomReadBlocks(rocksdb::DB* db, uint64_t ino, uint64_t offset,
   for (it->Seek(DomKey(ino, BlockOf(offset))); it->Valid() && it->key().starts_with(prefix);
        it->Next()) {
     const rocksdb::Slice key = it->key();
-    if (key.size() != prefix.size() + 4) return Status(Code::kCorrupt, "bad DoM block key");
-    uint32_t block = 0;
-    for (size_t i = 0; i < 4; ++i)
-      block = (block << 8) | static_cast<uint8_t>(key[prefix.size() + i]);
+    STRIA_ASSIGN_OR_RETURN(uint32_t block, BlockOfKey(key, prefix.size()));
     const uint64_t start = block * kDomBlock;
     if (start >= end) break;
     const rocksdb::Slice v = it->value();
@@ -75,10 +80,7 @@ Status DomTruncateBlocks(rocksdb::DB* db, rocksdb::WriteBatch* batch, uint64_t i
   for (it->Seek(DomKey(ino, BlockOf(size))); it->Valid() && it->key().starts_with(prefix);
        it->Next()) {
     const rocksdb::Slice key = it->key();
-    if (key.size() != prefix.size() + 4) return Status(Code::kCorrupt, "bad DoM block key");
-    uint32_t block = 0;
-    for (size_t i = 0; i < 4; ++i)
-      block = (block << 8) | static_cast<uint8_t>(key[prefix.size() + i]);
+    STRIA_ASSIGN_OR_RETURN(uint32_t block, BlockOfKey(key, prefix.size()));
     const uint64_t start = block * kDomBlock;
     if (start >= size) {
       batch->Delete(key);

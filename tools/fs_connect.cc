@@ -74,6 +74,13 @@ Result<proto::Layout> ToolSession::FileLayout(client::Client* c, const proto::At
   return rep.layout();
 }
 
+Result<ToolSession::PathClient> ToolSession::Locate(const std::string& path) {
+  PathClient out;
+  STRIA_ASSIGN_OR_RETURN(out.where, LocatePath(path));
+  STRIA_ASSIGN_OR_RETURN(out.client, ClientFor(out.where));
+  return out;
+}
+
 Result<std::vector<proto::DirEntry>> ToolSession::ListDir(client::Client* c, uint64_t ino,
                                                           bool plus) {
   std::vector<proto::DirEntry> out;

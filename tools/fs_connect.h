@@ -22,8 +22,7 @@ namespace stria::tools {
 inline constexpr int kToolDeadlineMs = 15'000;
 
 // Connects to the MGS at `nids` ("NID[,NID]"); fsname may be empty (any).
-Result<std::unique_ptr<client::Client>> ConnectNids(std::string_view nids,
-                                                    std::string_view fsname);
+Result<std::unique_ptr<client::Client>> ConnectNids(std::string_view nids, std::string_view fsname);
 
 // The exit status for a failed operation: the errno of the status, as lfs returns -rc.
 int ExitCode(const Status& st);
@@ -44,6 +43,13 @@ class ToolSession {
   // The Client for the mount under `where` (connects on first use).
   Result<client::Client*> ClientFor(const StriaPath& where);
 
+  // A path a user gave: where it lies (LocatePath) and the Client of that mount.
+  struct PathClient {
+    StriaPath where;
+    client::Client* client = nullptr;
+  };
+  Result<PathClient> Locate(const std::string& path);
+
   // Resolves an absolute path inside the filesystem ("/a/b").
   Result<Resolved> Resolve(client::Client* c, std::string_view fs_path);
 
@@ -52,8 +58,7 @@ class ToolSession {
 
   // Every entry of a directory (READDIR, all pages); plus: with attributes, and files'
   // layouts, in the same replies.
-  Result<std::vector<proto::DirEntry>> ListDir(client::Client* c, uint64_t ino,
-                                               bool plus = false);
+  Result<std::vector<proto::DirEntry>> ListDir(client::Client* c, uint64_t ino, bool plus = false);
 
   const proto::Credentials& cred() const { return cred_; }
 

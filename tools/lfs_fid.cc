@@ -76,17 +76,13 @@ int LfsPath2fid(int argc, char** argv) {
                    st.ToString().c_str());
       if (rc == 0) rc = ExitCode(st);
     };
-    auto where = LocatePath(path);
-    if (!where.ok()) {
-      fail(where.status());
+    auto pc = session.Locate(path);
+    if (!pc.ok()) {
+      fail(pc.status());
       continue;
     }
-    auto cl = session.ClientFor(*where);
-    if (!cl.ok()) {
-      fail(cl.status());
-      continue;
-    }
-    auto r = session.Resolve(*cl, where->fs_path);
+    client::Client* const cl = pc->client;
+    auto r = session.Resolve(cl, pc->where.fs_path);
     if (!r.ok()) {
       fail(r.status());
       continue;
@@ -96,7 +92,7 @@ int LfsPath2fid(int argc, char** argv) {
                   FormatFid(FidOfIno(r->attr.ino())).c_str());
       continue;
     }
-    auto names = Names(*cl, session.cred(), r->attr.ino());
+    auto names = Names(cl, session.cred(), r->attr.ino());
     if (!names.ok()) {
       fail(names.status());
       continue;

@@ -134,20 +134,16 @@ int LfsMigrate(int argc, char** argv) {
                    st.ToString().c_str());
       if (rc == 0) rc = ExitCode(st);
     };
-    auto where = LocatePath(path);
-    if (!where.ok()) {
-      fail(where.status());
+    auto pc = session.Locate(path);
+    if (!pc.ok()) {
+      fail(pc.status());
       continue;
     }
-    auto cl = session.ClientFor(*where);
-    if (!cl.ok()) {
-      fail(cl.status());
-      continue;
-    }
+    client::Client* const cl = pc->client;
     Status st;
     for (int attempt = 0;; ++attempt) {
       // The layout to copy from, as the MDS has it now.
-      auto r = session.Resolve(*cl, where->fs_path);
+      auto r = session.Resolve(cl, pc->where.fs_path);
       if (!r.ok()) {
         st = r.status();
         break;
@@ -156,12 +152,12 @@ int LfsMigrate(int argc, char** argv) {
         st = Status(Code::kInval, "not a regular file");
         break;
       }
-      auto layout = session.FileLayout(*cl, r->attr);
+      auto layout = session.FileLayout(cl, r->attr);
       if (!layout.ok()) {
         st = layout.status();
         break;
       }
-      st = MigrateOnce(*cl, session.cred(), r->attr.ino(), *layout, options);
+      st = MigrateOnce(cl, session.cred(), r->attr.ino(), *layout, options);
       if (st.code() != Code::kBusy || non_block || attempt >= kBusyRetries) break;
       std::this_thread::sleep_for(kBusyWait);
     }
