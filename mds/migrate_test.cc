@@ -79,6 +79,28 @@ TEST(MigrateTest, CommitSwapsTheLayoutAndDestroysTheOldObjects) {
   EXPECT_EQ(destroyed, old_ids);
 }
 
+TEST(MigrateTest, NewLayoutsNeverShareObjectIds) {
+  MdsFixture f;
+  f.AddOsts(2);
+  auto a = f.Mkfile(kRootIno, "a");
+  auto b = f.Mkfile(kRootIno, "b");
+  // BEGIN changes no record (its ids come from the reserved range): the counters must still
+  // move, or the next allocation hands out the same objects.
+  auto ma = Step(f, a.attr().ino(), proto::MIGRATE_BEGIN, Count(2), nullptr);
+  auto mb = Step(f, b.attr().ino(), proto::MIGRATE_BEGIN, Count(2), nullptr);
+  ASSERT_TRUE(ma.ok() && mb.ok());
+  auto c = f.Mkfile(kRootIno, "c");
+  Ids all;
+  size_t n = 0;
+  for (const proto::Layout* l :
+       {&a.layout(), &b.layout(), &ma->layout(), &mb->layout(), &c.layout()}) {
+    const Ids ids = IdsOf(*l);
+    n += ids.size();
+    all.insert(ids.begin(), ids.end());
+  }
+  EXPECT_EQ(all.size(), n) << "an object id was handed out twice";
+}
+
 TEST(MigrateTest, WritersAndChangesMakeItBusy) {
   MdsFixture f;
   f.AddOsts(2);

@@ -146,13 +146,16 @@ Status Txn::Commit(bool sync) {
       batch_.Put(OstKey(idx), r.SerializeAsString());
     }
   }
-  if (batch_.Count() == 0) return Status::Ok();
-  AppendReplyRecord(&batch_);
-  if (reserved) {
-    sync = true;
-    if (DeferredSync* d = DeferredSync::Active(ns_)) d->Require();
+  if (batch_.Count() != 0) {
+    AppendReplyRecord(&batch_);
+    if (reserved) {
+      sync = true;
+      if (DeferredSync* d = DeferredSync::Active(ns_)) d->Require();
+    }
+    STRIA_RETURN_IF_ERROR(ns_->Write(&batch_, sync));
   }
-  STRIA_RETURN_IF_ERROR(ns_->Write(&batch_, sync));
+  // Even with nothing to write (object ids handed out inside their reserved range, as a
+  // migration's new layout), the counters move on: an id handed out is never handed out again.
   ns_->super_locked() = super_;
   if (osts_) ns_->osts_locked() = std::move(*osts_);
   ns_->rr_cursor_locked() = rr_cursor_;

@@ -747,6 +747,33 @@ TEST_F(LfsTest, MigrateRestripesUnderAConcurrentReader) {
   EXPECT_EQ(two->layout().objects_size(), 2);
   ASSERT_EQ(ReadFile(P("mig/f"), &got), 0);
   EXPECT_EQ(FirstDiff(got, data), -1);
+
+  // Many files: -R below a directory, and a list on standard input (lfs find | lfs migrate).
+  ASSERT_EQ(mkdir(P("mig/tree").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("mig/tree/sub").c_str(), 0755), 0);
+  for (const char* f : {"tree/a", "tree/b", "tree/sub/c"}) {
+    ASSERT_EQ(WriteFile(P(std::string("mig/") + f), Pattern(300'000, f[5])), 0);
+  }
+  r = Lfs({"migrate", "-c", "3", P("mig/tree")});
+  EXPECT_EQ(r.exit_code, EISDIR) << Show(r);
+  r = Lfs({"migrate", "-R", "-c", "3", P("mig/tree")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  for (const char* f : {"/mig/tree/a", "/mig/tree/b", "/mig/tree/sub/c"}) {
+    auto e = Resolve(*g_client, f);
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->layout().objects_size(), 3) << f;
+  }
+  r = RunCommand({"/bin/sh", "-c",
+                  BinPath("lfs") + " find " + P("mig/tree") + " -type f | " + BinPath("lfs") +
+                      " migrate -c 1"});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  for (const char* f : {"tree/a", "tree/b", "tree/sub/c"}) {
+    auto e = Resolve(*g_client, std::string("/mig/") + f);
+    ASSERT_TRUE(e.ok());
+    EXPECT_EQ(e->layout().objects_size(), 1) << f;
+    ASSERT_EQ(ReadFile(P(std::string("mig/") + f), &got), 0);
+    EXPECT_EQ(FirstDiff(got, Pattern(300'000, f[5])), -1) << f;
+  }
 }
 
 // lctl --device N deactivate: the OST shows IN in lctl dl and gets no new objects until

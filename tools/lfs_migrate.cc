@@ -1,6 +1,11 @@
 // lfs migrate: restripe files online, keeping their inode, FID and bytes.
 //
-//   lfs migrate [-c N] [-S SIZE] [-i IDX] [-p POOL] [-E END ...] [--non-block|-n] FILE...
+//   lfs migrate [-c N] [-S SIZE] [-i IDX] [-p POOL] [-E END ...] [--non-block|-n] [-R]
+//               [FILE|DIR...]
+//
+// -R migrates every regular file below a directory argument; without FILE, the paths come
+// from standard input, one per line (lfs find ... | lfs migrate -c 4). On a terminal, a
+// progress line counts the files done.
 //
 // For each file: OP_MDS_MIGRATE BEGIN allocates the new layout (the options, over the
 // directory's default as for a new file), the bytes are copied from the old objects to the
@@ -10,9 +15,11 @@
 // A writer, at the start or during the copy: --non-block fails with EBUSY (the new objects
 // are given back); the default waits and tries again, for up to a minute.
 #include <getopt.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,6 +90,36 @@ Status MigrateOnce(client::Client* c, const proto::Credentials& cred, uint64_t i
   return st;
 }
 
+// Every regular file below directory `path` (inode `ino`), depth first, by READDIR.
+Status CollectFiles(ToolSession& session, client::Client* c, const std::string& path, uint64_t ino,
+                    std::vector<std::string>* files) {
+  STRIA_ASSIGN_OR_RETURN(std::vector<proto::DirEntry> entries, session.ListDir(c, ino));
+  const std::string prefix = path.ends_with('/') ? path : path + "/";
+  for (const proto::DirEntry& e : entries) {
+    if (e.type() == proto::FT_REG) {
+      files->push_back(prefix + e.name());
+    } else if (e.type() == proto::FT_DIR) {
+      STRIA_RETURN_IF_ERROR(CollectFiles(session, c, prefix + e.name(), e.ino(), files));
+    }
+  }
+  return Status::Ok();
+}
+
+// Migrates one regular file, retrying while a writer is in the way unless non_block.
+Status MigratePath(ToolSession& session, const std::string& path, const LayoutOptions& options,
+                   bool non_block) {
+  STRIA_ASSIGN_OR_RETURN(ToolSession::PathClient pc, session.Locate(path));
+  for (int attempt = 0;; ++attempt) {
+    // The layout to copy from, as the MDS has it now.
+    STRIA_ASSIGN_OR_RETURN(Resolved r, session.Resolve(pc.client, pc.where.fs_path));
+    if (!r.is_reg()) return Status(Code::kInval, "not a regular file");
+    STRIA_ASSIGN_OR_RETURN(proto::Layout layout, session.FileLayout(pc.client, r.attr));
+    Status st = MigrateOnce(pc.client, session.cred(), r.attr.ino(), layout, options);
+    if (st.code() != Code::kBusy || non_block || attempt >= kBusyRetries) return st;
+    std::this_thread::sleep_for(kBusyWait);
+  }
+}
+
 }  // namespace
 
 int LfsMigrate(int argc, char** argv) {
@@ -98,16 +135,20 @@ int LfsMigrate(int argc, char** argv) {
       {"component-end", required_argument, nullptr, 'E'},
       {"comp-end", required_argument, nullptr, 'E'},
       {"non-block", no_argument, nullptr, 'n'},
+      {"recursive", no_argument, nullptr, 'R'},
       {"help", no_argument, nullptr, 'h'},
       {nullptr, 0, nullptr, 0},
   };
   LayoutOptions options;
-  bool non_block = false;
+  bool non_block = false, recursive = false;
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":c:E:i:no:p:S:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":c:E:i:no:p:RS:h", kLong, nullptr)) != -1) {
     switch (c) {
+      case 'R':
+        recursive = true;
+        break;
       case 'n':
         non_block = true;
         break;
@@ -123,46 +164,53 @@ int LfsMigrate(int argc, char** argv) {
         if (Status st = options.Apply(c, optarg); !st.ok()) return Usage(st.message().c_str());
     }
   }
-  if (optind >= argc) return Usage("missing FILE");
+  std::vector<std::string> inputs(argv + optind, argv + argc);
+  if (inputs.empty()) {
+    // lfs find ... | lfs migrate: the paths come one per line.
+    if (isatty(STDIN_FILENO)) return Usage("missing FILE");
+    for (std::string line; std::getline(std::cin, line);) {
+      if (!line.empty()) inputs.push_back(line);
+    }
+  }
   if (Status st = options.Finish(); !st.ok()) return Usage(st.message().c_str());
   ToolSession session;
   int rc = 0;
-  for (int i = optind; i < argc; ++i) {
-    const std::string path = argv[i];
-    auto fail = [&](const Status& st) {
-      std::fprintf(stderr, "lfs migrate: cannot migrate '%s': %s\n", path.c_str(),
-                   st.ToString().c_str());
-      if (rc == 0) rc = ExitCode(st);
-    };
+  auto fail = [&](const std::string& path, const Status& st) {
+    std::fprintf(stderr, "lfs migrate: cannot migrate '%s': %s\n", path.c_str(),
+                 st.ToString().c_str());
+    if (rc == 0) rc = ExitCode(st);
+  };
+  // The regular files to migrate: the arguments, and with -R what lies below directories.
+  std::vector<std::string> files;
+  for (const std::string& path : inputs) {
     auto pc = session.Locate(path);
     if (!pc.ok()) {
-      fail(pc.status());
+      fail(path, pc.status());
       continue;
     }
-    client::Client* const cl = pc->client;
-    Status st;
-    for (int attempt = 0;; ++attempt) {
-      // The layout to copy from, as the MDS has it now.
-      auto r = session.Resolve(cl, pc->where.fs_path);
-      if (!r.ok()) {
-        st = r.status();
-        break;
-      }
-      if (!r->is_reg()) {
-        st = Status(Code::kInval, "not a regular file");
-        break;
-      }
-      auto layout = session.FileLayout(cl, r->attr);
-      if (!layout.ok()) {
-        st = layout.status();
-        break;
-      }
-      st = MigrateOnce(cl, session.cred(), r->attr.ino(), *layout, options);
-      if (st.code() != Code::kBusy || non_block || attempt >= kBusyRetries) break;
-      std::this_thread::sleep_for(kBusyWait);
+    auto r = session.Resolve(pc->client, pc->where.fs_path);
+    if (!r.ok()) {
+      fail(path, r.status());
+    } else if (r->is_reg()) {
+      files.push_back(path);
+    } else if (!r->is_dir()) {
+      fail(path, Status(Code::kInval, "not a regular file"));
+    } else if (!recursive) {
+      fail(path, Status(Code::kIsDir, "a directory (give -R to migrate the files below it)"));
+    } else if (Status st = CollectFiles(session, pc->client, path, r->attr.ino(), &files);
+               !st.ok()) {
+      fail(path, st);
     }
-    if (!st.ok()) fail(st);
   }
+  const bool progress = isatty(STDERR_FILENO) && files.size() > 1;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (Status st = MigratePath(session, files[i], options, non_block); !st.ok()) {
+      if (progress) std::fputc('\n', stderr);
+      fail(files[i], st);
+    }
+    if (progress) std::fprintf(stderr, "\rlfs migrate: %zu/%zu files", i + 1, files.size());
+  }
+  if (progress) std::fputc('\n', stderr);
   return rc;
 }
 

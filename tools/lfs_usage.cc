@@ -64,7 +64,8 @@ const char* LfsUsage(const char* command) {
   if (cmd == "migrate") {
     return "usage: lfs migrate [--stripe-count|-c N] [--stripe-size|-S SIZE] [--stripe-index|-i IDX]\n"
            "                   [--pool|-p POOL] [-E END [STRIPE_OPTIONS] ...] [--non-block|-n]\n"
-           "                   FILE...\n"
+           "                   [--recursive|-R] [FILE|DIRECTORY...]\n"
+           "\tWithout FILE, the paths come from standard input, one per line.\n"
            "\tRestripes each FILE online: the inode, FID and bytes stay, the layout generation\n"
            "\tgrows, the old objects are destroyed. A writer makes --non-block fail with EBUSY;\n"
            "\twithout it, lfs migrate waits for the writer and tries again.\n";
