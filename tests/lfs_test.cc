@@ -301,6 +301,15 @@ TEST_F(LfsTest, CompositeLayoutInstantiatesComponentsAsWritesReachThem) {
   r = Lfs({"getstripe", "-I", "2", P("pfl/ckpt")});
   EXPECT_EQ(r.exit_code, 0) << Show(r);
   EXPECT_EQ(count("lcme_id:"), 1u) << r.out;
+  r = Lfs({"getstripe", "--component-start=+1M", P("pfl/ckpt")});
+  EXPECT_EQ(count("lcme_id:"), 2u) << r.out;
+  EXPECT_NE(r.out.find("lcme_id:             3\n"), std::string::npos) << r.out;
+  r = Lfs({"getstripe", "--component-end", "EOF", P("pfl/ckpt")});
+  EXPECT_EQ(count("lcme_id:"), 1u) << r.out;
+  EXPECT_NE(r.out.find("lcme_extent.e_end:   EOF"), std::string::npos) << r.out;
+  r = Lfs({"getstripe", "--component-start", "0", "--component-end", "4M", P("pfl/ckpt")});
+  EXPECT_EQ(count("lcme_id:"), 1u) << r.out;
+  EXPECT_EQ(Lfs({"getstripe", "--component-start", "abc", P("pfl/ckpt")}).exit_code, EINVAL);
   r = Lfs({"getstripe", "--component-count", P("pfl/ckpt")});
   EXPECT_TRUE(std::regex_search(r.out, std::regex("^\\s*3\\s*$"))) << r.out;
 

@@ -167,7 +167,8 @@ std::string FormatComposite(std::string_view path, const proto::Layout& layout,
     out += "\n";
   }
   const bool all =
-      (format.fields & ~kFieldFid) == kFieldsDefault || format.component_id != 0 || format.detail;
+      (format.fields & ~kFieldFid) == kFieldsDefault || format.component_id != 0 ||
+      format.detail || format.component_filter != nullptr;
   // -v: the blob offsets and sizes of lov_comp_md_v1 (client/lov_xattr.h): a 32-byte
   // header, 48 bytes per entry, then each entry's lov_user_md_v1 (32 + 24 per object).
   std::vector<uint32_t> blob_offset, blob_size;
@@ -219,6 +220,7 @@ std::string FormatComposite(std::string_view path, const proto::Layout& layout,
   for (int i = 0; i < layout.components_size(); ++i) {
     const proto::LayoutComponent& c = layout.components(i);
     if (format.component_id != 0 && c.id() != format.component_id) continue;
+    if (format.component_filter && !format.component_filter(c.start(), c.end())) continue;
     const bool init = !is_dir && (c.flags() & kLcmeFlInit) != 0;
     const std::string id = is_dir || c.id() == 0 ? std::string("N/A") : std::to_string(c.id());
     out += (format.detail ? "  - lcme_id:             " : "    lcme_id:             ") + id + "\n";

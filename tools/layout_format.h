@@ -38,6 +38,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -64,6 +65,8 @@ struct GetstripeFormat {
   uint32_t fields = kFieldsDefault;
   bool show_path = true;  // false for -d and the single-field options, as Lustre
   uint32_t component_id = 0;  // -I ID: only that component (0 = all)
+  // --component-start/--component-end: only the components whose extent passes (null: all).
+  std::function<bool(uint64_t start, uint64_t end)> component_filter;
   bool detail = false;        // -v: lmm_magic, lmm_seq, lmm_object_id, lmm_fid; for a
                               // composite layout its header and each entry's blob offset
   std::string fid;            // the file's FID as FormatFid prints it (for -v and -F)

@@ -4,7 +4,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/fid.h"
@@ -14,17 +16,19 @@
 #include "tools/layout_yaml.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
+#include "tools/stripe_args.h"
 
 namespace stria::tools {
 namespace {
 
 struct GetstripeArgs {
-  uint32_t fields = 0;      // 0 = all
+  uint32_t fields = 0;        // 0 = all
   uint32_t component_id = 0;  // -I: one component of a composite layout
-  bool detail = false;        // -v
-  bool yaml = false;          // -y/--yaml
-  bool quiet = false;       // -q: objects only
-  int max_depth = 1;        // 0: the paths themselves (-d or a single field); -1: -r
+  std::function<bool(uint64_t, uint64_t)> component_filter;  // --component-start/-end
+  bool detail = false;                                       // -v
+  bool yaml = false;                                         // -y/--yaml
+  bool quiet = false;                                        // -q: objects only
+  int max_depth = 1;  // 0: the paths themselves (-d or a single field); -1: -r
   std::vector<std::string> paths;
 };
 
@@ -36,11 +40,11 @@ int Usage(const char* why) {
 
 class Getstripe {
  public:
-  Getstripe(const GetstripeArgs& args, ToolSession* session)
-      : args_(args), session_(session) {
+  Getstripe(const GetstripeArgs& args, ToolSession* session) : args_(args), session_(session) {
     format_.fields = args.quiet ? kFieldObjects : (args.fields ? args.fields : kFieldsDefault);
     format_.show_path = args.max_depth != 0;
     format_.component_id = args.component_id;
+    format_.component_filter = args.component_filter;
     format_.detail = args.detail;
   }
 
@@ -127,8 +131,8 @@ class Getstripe {
     proto::GetDefaultLayoutReply rep;
     Status st = client_->MdsCall(proto::OP_MDS_GET_DEFAULT_LAYOUT, req, &rep);
     if (!st.ok()) {
-      std::fprintf(stderr, "lfs getstripe: cannot get default layout of '%s': %s\n",
-                   path.c_str(), st.ToString().c_str());
+      std::fprintf(stderr, "lfs getstripe: cannot get default layout of '%s': %s\n", path.c_str(),
+                   st.ToString().c_str());
       return ExitCode(st);
     }
     if (!rep.is_set() && !top) return 0;
@@ -173,6 +177,10 @@ int LfsGetstripe(int argc, char** argv) {
       {"comp-id", required_argument, nullptr, 'I'},
       {"component-count", no_argument, nullptr, 'C'},
       {"fid", no_argument, nullptr, 'F'},
+      {"component-start", required_argument, nullptr, 1001},
+      {"comp-start", required_argument, nullptr, 1001},
+      {"component-end", required_argument, nullptr, 1002},
+      {"comp-end", required_argument, nullptr, 1002},
       {"verbose", no_argument, nullptr, 'v'},
       {"yaml", no_argument, nullptr, 'y'},
       {"comp-count", no_argument, nullptr, 'C'},
@@ -186,9 +194,47 @@ int LfsGetstripe(int argc, char** argv) {
   int c;
   while ((c = getopt_long(argc, argv, ":cdFgiI:oLpqrSvyh", kLong, nullptr)) != -1) {
     switch (c) {
-      case 'y': args.yaml = true; break;
-      case 'F': args.fields |= kFieldFid; break;
-      case 'v': args.detail = true; break;
+      case 'y':
+        args.yaml = true;
+        break;
+      case 1001:
+      case 1002: {
+        // [+-]N with size suffixes; an end may be EOF.
+        std::string_view v = optarg;
+        int sign = 0;
+        if (!v.empty() && (v[0] == '+' || v[0] == '-') && v != "-1") {
+          sign = v[0] == '+' ? 1 : -1;
+          v.remove_prefix(1);
+        }
+        uint64_t n = 0;
+        if (c == 1002 && (v == "EOF" || v == "eof" || v == "-1")) {
+          n = kLayoutEof;
+        } else if (auto size = ParseSize(v); size.ok()) {
+          n = *size;
+        } else {
+          return Usage((std::string("invalid component extent '") + optarg + "'").c_str());
+        }
+        const bool start = c == 1001;
+        auto test = [sign, n, start](uint64_t s, uint64_t e) {
+          const uint64_t x = start ? s : e;
+          return sign == 0 ? x == n : (sign > 0 ? x > n : x < n);
+        };
+        if (args.component_filter) {
+          auto before = args.component_filter;
+          args.component_filter = [before, test](uint64_t s, uint64_t e) {
+            return before(s, e) && test(s, e);
+          };
+        } else {
+          args.component_filter = test;
+        }
+        break;
+      }
+      case 'F':
+        args.fields |= kFieldFid;
+        break;
+      case 'v':
+        args.detail = true;
+        break;
       case 'I': {
         char* end = nullptr;
         errno = 0;
@@ -200,23 +246,43 @@ int LfsGetstripe(int argc, char** argv) {
         args.component_id = static_cast<uint32_t>(id);
         break;
       }
-      case 'C': args.fields |= kFieldComponentCount; break;
-      case 'c': args.fields |= kFieldCount; break;
-      case 'S': args.fields |= kFieldSize; break;
+      case 'C':
+        args.fields |= kFieldComponentCount;
+        break;
+      case 'c':
+        args.fields |= kFieldCount;
+        break;
+      case 'S':
+        args.fields |= kFieldSize;
+        break;
       case 'i':
-      case 'o': args.fields |= kFieldOffset; break;
-      case 'p': args.fields |= kFieldPool; break;
-      case 'g': args.fields |= kFieldGeneration; break;
-      case 'L': args.fields |= kFieldPattern; break;
-      case 'd': dir_only = true; break;
-      case 'q': args.quiet = true; break;
-      case 'r': recursive = true; break;
+      case 'o':
+        args.fields |= kFieldOffset;
+        break;
+      case 'p':
+        args.fields |= kFieldPool;
+        break;
+      case 'g':
+        args.fields |= kFieldGeneration;
+        break;
+      case 'L':
+        args.fields |= kFieldPattern;
+        break;
+      case 'd':
+        dir_only = true;
+        break;
+      case 'q':
+        args.quiet = true;
+        break;
+      case 'r':
+        recursive = true;
+        break;
       case 'h':
         std::fputs(LfsUsage("getstripe"), stdout);
         return 0;
       case ':':
-        return Usage((std::string("option '") + argv[optind - 1] + "' requires an argument")
-                         .c_str());
+        return Usage(
+            (std::string("option '") + argv[optind - 1] + "' requires an argument").c_str());
       default:
         return Usage((std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
     }

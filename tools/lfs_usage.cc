@@ -32,6 +32,7 @@ const char* LfsUsage(const char* command) {
            "                     [--pool|-p] [--generation|-g] [--layout|-L] [--directory|-d]\n"
            "                     [--quiet|-q] [--recursive|-r] [--component-id|-I ID]\n"
            "                     [--component-count] [--fid|-F] [--verbose|-v] [--yaml|-y]\n"
+           "                     [--component-start [+-]N] [--component-end [+-]N|EOF]\n"
            "                     FILENAME|DIRECTORY...\n";
   }
   if (cmd == "df") {
