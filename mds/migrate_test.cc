@@ -101,6 +101,44 @@ TEST(MigrateTest, NewLayoutsNeverShareObjectIds) {
   EXPECT_EQ(all.size(), n) << "an object id was handed out twice";
 }
 
+TEST(MigrateTest, SwapExchangesLayoutsAndSizes) {
+  MdsFixture f;
+  f.AddOsts(2);
+  auto a = f.Mkfile(kRootIno, "a");
+  auto b = f.Mkfile(kRootIno, "b");
+  proto::SetattrRequest sr;
+  *sr.mutable_cred() = Root();
+  sr.set_ino(a.attr().ino());
+  sr.set_valid(proto::SETATTR_SIZE);
+  sr.mutable_attr()->set_size(12345);
+  proto::AttrReply ar;
+  ASSERT_TRUE(Setattr(f.ns(), sr, &ar).ok());
+  proto::MigrateRequest req;
+  *req.mutable_cred() = Root();
+  req.set_step(proto::MIGRATE_SWAP);
+  req.set_ino(a.attr().ino());
+  req.set_ino2(b.attr().ino());
+  proto::MigrateReply rep;
+  ASSERT_TRUE(Migrate(f.ns(), req, &rep).ok());
+  proto::GetattrRequest gr;
+  gr.set_ino(a.attr().ino());
+  proto::AttrReply ga, gb;
+  ASSERT_TRUE(Getattr(f.ns(), gr, &ga).ok());
+  gr.set_ino(b.attr().ino());
+  ASSERT_TRUE(Getattr(f.ns(), gr, &gb).ok());
+  EXPECT_EQ(IdsOf(ga.layout()), IdsOf(b.layout()));
+  EXPECT_EQ(IdsOf(gb.layout()), IdsOf(a.layout()));
+  EXPECT_EQ(ga.attr().size(), 0u);
+  EXPECT_EQ(gb.attr().size(), 12345u);
+  EXPECT_EQ(ga.layout().ino(), a.attr().ino());
+  EXPECT_GT(ga.layout().generation(), a.layout().generation());
+  req.set_ino2(a.attr().ino());
+  EXPECT_EQ(Migrate(f.ns(), req, &rep).code(), Code::kInval) << "with itself";
+  auto dir = f.Mkdir(kRootIno, "d");
+  req.set_ino2(dir.attr().ino());
+  EXPECT_EQ(Migrate(f.ns(), req, &rep).code(), Code::kInval) << "with a directory";
+}
+
 TEST(MigrateTest, WritersAndChangesMakeItBusy) {
   MdsFixture f;
   f.AddOsts(2);

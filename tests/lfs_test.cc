@@ -785,6 +785,37 @@ TEST_F(LfsTest, MigrateRestripesUnderAConcurrentReader) {
   }
 }
 
+TEST_F(LfsTest, SwapLayoutsAndDataVersion) {
+  ASSERT_EQ(mkdir(P("swap").c_str(), 0755), 0);
+  ASSERT_EQ(Lfs({"setstripe", "-c", "1", P("swap/a")}).exit_code, 0);
+  ASSERT_EQ(Lfs({"setstripe", "-c", "2", "-S", "1M", P("swap/b")}).exit_code, 0);
+  const auto da = Pattern(1 << 20, 11), db = Pattern((3 << 20) + 5, 12);
+  ASSERT_EQ(WriteFile(P("swap/a"), da), 0);
+  ASSERT_EQ(WriteFile(P("swap/b"), db), 0);
+  CommandResult v1 = Lfs({"data_version", P("swap/a")});
+  ASSERT_EQ(v1.exit_code, 0) << Show(v1);
+  EXPECT_TRUE(std::regex_match(v1.out, std::regex("[0-9]+\n"))) << v1.out;
+  EXPECT_EQ(Lfs({"data_version", P("swap/a")}).out, v1.out) << "stable while nothing changes";
+
+  CommandResult r = Lfs({"swap_layouts", P("swap/a"), P("swap/b")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("swap/a"), &got), 0);
+  EXPECT_EQ(FirstDiff(got, db), -1) << "a has b's bytes";
+  ASSERT_EQ(ReadFile(P("swap/b"), &got), 0);
+  EXPECT_EQ(FirstDiff(got, da), -1) << "b has a's bytes";
+  r = Lfs({"getstripe", "-c", P("swap/a")});
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("^\\s*2\\s*$"))) << r.out;
+  EXPECT_NE(Lfs({"data_version", P("swap/a")}).out, v1.out) << "the bytes changed";
+
+  const int fd = open(P("swap/a").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(Lfs({"swap_layouts", P("swap/a"), P("swap/b")}).exit_code, EBUSY);
+  close(fd);
+  EXPECT_EQ(Lfs({"swap_layouts", P("swap/a")}).exit_code, EINVAL);
+  EXPECT_EQ(Lfs({"swap_layouts", P("swap/a"), P("swap")}).exit_code, EINVAL);
+}
+
 // lctl --device N deactivate: the OST shows IN in lctl dl and gets no new objects until
 // activate.
 TEST_F(LfsTest, DeactivatedOstGetsNoNewObjects) {

@@ -17,6 +17,8 @@ int LfsFid2path(int argc, char** argv);
 int LfsTargets(int argc, char** argv);  // lfs osts, lfs mdts
 int LfsCheck(int argc, char** argv);
 int LfsMigrate(int argc, char** argv);
+int LfsSwapLayouts(int argc, char** argv);
+int LfsDataVersion(int argc, char** argv);
 
 // The usage text of a subcommand ("" when unknown).
 const char* LfsUsage(const char* command);

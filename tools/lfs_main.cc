@@ -32,6 +32,8 @@ void PrintHelp(FILE* out) {
              "  osts, mdts  list the targets and whether each is active\n"
              "  check       ping the servers: check osts|mds|mgts|servers\n"
              "  migrate     restripe files online (same inode, FID and bytes)\n"
+             "  swap_layouts  exchange two files' layouts (and bytes)\n"
+             "  data_version  a number that changes when a file's bytes change\n"
              "  help        show a command's usage\n"
              "  --version   show the version\n"
              "Run 'lfs help COMMAND' for a command's options.\n",
@@ -77,6 +79,8 @@ int main(int argc, char** argv) {
   if (cmd == "osts" || cmd == "mdts") return LfsTargets(argc - 1, argv + 1);
   if (cmd == "check") return LfsCheck(argc - 1, argv + 1);
   if (cmd == "migrate") return LfsMigrate(argc - 1, argv + 1);
+  if (cmd == "swap_layouts") return LfsSwapLayouts(argc - 1, argv + 1);
+  if (cmd == "data_version") return LfsDataVersion(argc - 1, argv + 1);
   std::fprintf(stderr, "lfs: unknown command '%s'; try 'lfs help'\n", cmd.c_str());
 
   return kUsageError;

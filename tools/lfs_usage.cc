@@ -71,6 +71,15 @@ const char* LfsUsage(const char* command) {
            "\tgrows, the old objects are destroyed. A writer makes --non-block fail with EBUSY;\n"
            "\twithout it, lfs migrate waits for the writer and tries again.\n";
   }
+  if (cmd == "swap_layouts") {
+    return "usage: lfs swap_layouts FILE1 FILE2\n"
+           "\tThe files exchange their layouts, bytes and sizes; neither may be open for\n"
+           "\twriting (EBUSY).\n";
+  }
+  if (cmd == "data_version") {
+    return "usage: lfs data_version FILE\n"
+           "\tA number that changes whenever the file's bytes can have changed.\n";
+  }
   if (cmd == "osts") return "usage: lfs osts [PATH]\n\tLists the OSTs and whether each is active.\n";
   if (cmd == "mdts") return "usage: lfs mdts [PATH]\n\tLists the MDTs.\n";
   if (cmd == "check") {

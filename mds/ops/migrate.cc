@@ -81,6 +81,40 @@ Status Migrate(Namespace& ns, const proto::MigrateRequest& req, proto::MigrateRe
     case proto::MIGRATE_ABORT:
       txn.QueueDestroy(req.layout());
       return txn.Commit();
+    case proto::MIGRATE_SWAP: {
+      if (req.ino2() == req.ino()) return Status(Code::kInval, "swapping a file with itself");
+      STRIA_ASSIGN_OR_RETURN(InodeRecord * other, txn.Inode(req.ino2()));
+      if (!other->is_reg()) {
+        return Status(Code::kInval,
+                      "inode " + std::to_string(req.ino2()) + " is not a regular file");
+      }
+      STRIA_RETURN_IF_ERROR(CheckAccess(other->attr, req.cred(), kMayWrite));
+      {
+        std::lock_guard open_lock(ns.open_mutex());
+        writers = writers || ns.HasWritersLocked(req.ino2());
+      }
+      if (writers) return Status(Code::kBusy, "a file is open for writing");
+      if (DomEnd(rec->layout) > 0 || DomEnd(other->layout) > 0) {
+        return Status(Code::kNotSup, "swapping the layout of a Data-on-MDT file is not supported");
+      }
+      // The bytes go with the layouts, and so does the size the MDS keeps for them.
+      const uint32_t gen = std::max(rec->layout.generation(), other->layout.generation()) + 1;
+      std::swap(rec->layout, other->layout);
+      const uint64_t size = rec->attr.size();
+      rec->attr.set_size(other->attr.size());
+      other->attr.set_size(size);
+      for (InodeRecord* r : {rec, other}) {
+        r->layout.set_generation(gen);
+        r->layout.set_ino(r->attr.ino());
+        r->attr.set_ctime_ns(txn.now());
+        // New bytes: clients drop what they cached (close-to-open compares size and mtime).
+        r->attr.set_mtime_ns(txn.now());
+        txn.Dirty(r->attr.ino());
+      }
+      *rep->mutable_layout() = rec->layout;
+      FillVersion(*rec, rep);
+      return txn.Commit();
+    }
     default:
       return Status(Code::kInval, "unknown migrate step " + std::to_string(req.step()));
   }
