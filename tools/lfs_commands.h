@@ -23,4 +23,8 @@ int LfsDataVersion(int argc, char** argv);
 // The usage text of a subcommand ("" when unknown).
 const char* LfsUsage(const char* command);
 
+// After a usage error: "lfs COMMAND: WHY" and the command's usage on stderr; returns
+// kUsageError.
+int UsageError(const char* command, const char* why);
+
 }  // namespace stria::tools

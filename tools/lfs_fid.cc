@@ -24,12 +24,6 @@
 namespace stria::tools {
 namespace {
 
-int Usage(const char* cmd, const char* why) {
-  if (why != nullptr && *why != '\0') std::fprintf(stderr, "lfs %s: %s\n", cmd, why);
-  std::fputs(LfsUsage(cmd), stderr);
-  return kUsageError;
-}
-
 Result<proto::Fid2PathReply> Names(client::Client* c, const proto::Credentials& cred,
                                    uint64_t ino) {
   proto::Fid2PathRequest req;
@@ -61,11 +55,11 @@ int LfsPath2fid(int argc, char** argv) {
         std::fputs(LfsUsage("path2fid"), stdout);
         return 0;
       default:
-        return Usage("path2fid",
-                     (std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
+        return UsageError("path2fid",
+                          (std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
     }
   }
-  if (optind >= argc) return Usage("path2fid", "FILE... must be specified");
+  if (optind >= argc) return UsageError("path2fid", "FILE... must be specified");
   const bool many = argc - optind > 1;
   ToolSession session;
   int rc = 0;
@@ -134,7 +128,7 @@ int LfsFid2path(int argc, char** argv) {
         errno = 0;
         const long v = std::strtol(optarg, &end, 10);
         if (errno != 0 || end == optarg || *end != '\0' || v < 0 || v > 1'000'000) {
-          return Usage("fid2path", (std::string("invalid linkno '") + optarg + "'").c_str());
+          return UsageError("fid2path", (std::string("invalid linkno '") + optarg + "'").c_str());
         }
         only_link = static_cast<int>(v);
         break;
@@ -143,15 +137,15 @@ int LfsFid2path(int argc, char** argv) {
         std::fputs(LfsUsage("fid2path"), stdout);
         return 0;
       case ':':
-        return Usage(
+        return UsageError(
             "fid2path",
             (std::string("option '") + argv[optind - 1] + "' requires an argument").c_str());
       default:
-        return Usage("fid2path",
-                     (std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
+        return UsageError("fid2path",
+                          (std::string("unrecognized option '") + argv[optind - 1] + "'").c_str());
     }
   }
-  if (argc - optind < 2) return Usage("fid2path", "give FSNAME|ROOT and at least one FID");
+  if (argc - optind < 2) return UsageError("fid2path", "give FSNAME|ROOT and at least one FID");
   const std::string root = argv[optind];
   // A mount point (absolute path) prints absolute paths; a filesystem name, paths from its
   // root.

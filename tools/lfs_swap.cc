@@ -14,12 +14,6 @@
 namespace stria::tools {
 namespace {
 
-int Usage(const char* cmd, const char* why) {
-  if (why != nullptr && *why != '\0') std::fprintf(stderr, "lfs %s: %s\n", cmd, why);
-  std::fputs(LfsUsage(cmd), stderr);
-  return kUsageError;
-}
-
 // FNV-1a over the fields that change with the data.
 uint64_t DataVersion(const proto::Attr& attr, const proto::Layout& layout) {
   uint64_t h = 1469598103934665603ull;
@@ -42,7 +36,7 @@ uint64_t DataVersion(const proto::Attr& attr, const proto::Layout& layout) {
 }  // namespace
 
 int LfsSwapLayouts(int argc, char** argv) {
-  if (argc != 3) return Usage("swap_layouts", "give two files");
+  if (argc != 3) return UsageError("swap_layouts", "give two files");
   ToolSession session;
   auto a = session.Locate(argv[1]);
   auto b = session.Locate(argv[2]);
@@ -78,7 +72,7 @@ int LfsSwapLayouts(int argc, char** argv) {
 }
 
 int LfsDataVersion(int argc, char** argv) {
-  if (argc != 2) return Usage("data_version", "give one file");
+  if (argc != 2) return UsageError("data_version", "give one file");
   ToolSession session;
   auto pc = session.Locate(argv[1]);
   if (!pc.ok()) {
@@ -90,7 +84,7 @@ int LfsDataVersion(int argc, char** argv) {
     std::fprintf(stderr, "lfs data_version: %s\n", r.status().ToString().c_str());
     return ExitCode(r.status());
   }
-  if (!r->is_reg()) return Usage("data_version", "not a regular file");
+  if (!r->is_reg()) return UsageError("data_version", "not a regular file");
   auto layout = session.FileLayout(pc->client, r->attr);
   if (!layout.ok()) {
     std::fprintf(stderr, "lfs data_version: %s\n", layout.status().ToString().c_str());

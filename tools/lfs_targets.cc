@@ -21,12 +21,6 @@
 namespace stria::tools {
 namespace {
 
-int Usage(const char* cmd, const char* why) {
-  if (why != nullptr && *why != '\0') std::fprintf(stderr, "lfs %s: %s\n", cmd, why);
-  std::fputs(LfsUsage(cmd), stderr);
-  return kUsageError;
-}
-
 // The mounts a command covers: the one under PATH, or all.
 Result<std::vector<StriaPath>> Mounts(int argc, char** argv) {
   std::vector<StriaPath> out;
@@ -70,7 +64,7 @@ bool Answers(const std::string& nid_text) {
 
 int LfsTargets(int argc, char** argv) {
   const std::string cmd = argv[0];
-  if (argc > 2) return Usage(cmd.c_str(), "at most one PATH");
+  if (argc > 2) return UsageError(cmd.c_str(), "at most one PATH");
   auto mounts = Mounts(argc - 1, argv + 1);
   if (!mounts.ok()) {
     std::fprintf(stderr, "lfs %s: %s\n", cmd.c_str(), mounts.status().message().c_str());
@@ -102,13 +96,13 @@ int LfsTargets(int argc, char** argv) {
 }
 
 int LfsCheck(int argc, char** argv) {
-  if (argc < 2 || argc > 3) return Usage("check", "give osts, mds, mgts or servers");
+  if (argc < 2 || argc > 3) return UsageError("check", "give osts, mds, mgts or servers");
   const std::string what = argv[1];
   const bool osts = what == "osts" || what == "servers" || what == "all";
   const bool mds = what == "mds" || what == "mdts" || what == "servers" || what == "all";
   const bool mgs = what == "mgts" || what == "mgs" || what == "all";
   if (!osts && !mds && !mgs) {
-    return Usage("check", ("unrecognized option '" + what + "'").c_str());
+    return UsageError("check", ("unrecognized option '" + what + "'").c_str());
   }
   auto mounts = Mounts(argc - 2, argv + 2);
   if (!mounts.ok()) {

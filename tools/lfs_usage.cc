@@ -1,9 +1,16 @@
 // Usage texts of the lfs subcommands (lfs help COMMAND, and after a usage error).
+#include <cstdio>
 #include <string>
 
 #include "tools/lfs_commands.h"
 
 namespace stria::tools {
+
+int UsageError(const char* command, const char* why) {
+  if (why != nullptr && *why != '\0') std::fprintf(stderr, "lfs %s: %s\n", command, why);
+  std::fputs(LfsUsage(command), stderr);
+  return kUsageError;
+}
 
 const char* LfsUsage(const char* command) {
   const std::string cmd = command;
@@ -41,7 +48,8 @@ const char* LfsUsage(const char* command) {
            "\tor of every mounted Stria filesystem; --pool: only the pool's OSTs.\n";
   }
   if (cmd == "find") {
-    return "usage: lfs find DIRECTORY [[!] --type|-t f|d|l] [[!] --name|-n GLOB] [[!] --iname GLOB]\n"
+    return "usage: lfs find DIRECTORY [[!] --type|-t f|d|l] [[!] --name|-n GLOB] [[!] --iname "
+           "GLOB]\n"
            "                [[!] --size|-s [+-]N[kMGT]] [[!] --mtime|--atime|--ctime [+-]DAYS]\n"
            "                [[!] --uid|--gid N] [[!] --user|--group NAME]\n"
            "                [[!] --stripe-count|-c [+-]N] [[!] --stripe-size|-S [+-]SIZE]\n"
@@ -63,7 +71,8 @@ const char* LfsUsage(const char* command) {
            "\tmount point ROOT, or from the root of filesystem FSNAME. Root only.\n";
   }
   if (cmd == "migrate") {
-    return "usage: lfs migrate [--stripe-count|-c N] [--stripe-size|-S SIZE] [--stripe-index|-i IDX]\n"
+    return "usage: lfs migrate [--stripe-count|-c N] [--stripe-size|-S SIZE] [--stripe-index|-i "
+           "IDX]\n"
            "                   [--pool|-p POOL] [-E END [STRIPE_OPTIONS] ...] [--non-block|-n]\n"
            "                   [--recursive|-R] [FILE|DIRECTORY...]\n"
            "\tWithout FILE, the paths come from standard input, one per line.\n"
@@ -80,7 +89,8 @@ const char* LfsUsage(const char* command) {
     return "usage: lfs data_version FILE\n"
            "\tA number that changes whenever the file's bytes can have changed.\n";
   }
-  if (cmd == "osts") return "usage: lfs osts [PATH]\n\tLists the OSTs and whether each is active.\n";
+  if (cmd == "osts")
+    return "usage: lfs osts [PATH]\n\tLists the OSTs and whether each is active.\n";
   if (cmd == "mdts") return "usage: lfs mdts [PATH]\n\tLists the MDTs.\n";
   if (cmd == "check") {
     return "usage: lfs check osts|mds|mgts|servers [PATH]\n"
