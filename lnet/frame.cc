@@ -1,30 +1,16 @@
 #include "lnet/frame.h"
 
-#include <bit>
 #include <cstring>
 #include <string>
 
 #include "common/crc32c.h"
+#include "lnet/internal/le_codec.h"
 
 namespace stria::lnet {
 namespace {
 
-// The wire is little endian; so are the machines Stria runs on (x86-64, aarch64).
-static_assert(std::endian::native == std::endian::little, "Stria's frame codec assumes little endian");
-
-template <typename T>
-void Put(uint8_t*& p, T v) {
-  std::memcpy(p, &v, sizeof v);
-  p += sizeof v;
-}
-
-template <typename T>
-T Get(const uint8_t*& p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  p += sizeof v;
-  return v;
-}
+using internal::Get;
+using internal::Put;
 
 constexpr size_t kCrcOffset = kFrameHeaderSize - 4;
 

@@ -38,6 +38,7 @@
 
 #include "common/status.h"
 #include "mds/ost_gateway.h"
+#include "mds/params.h"
 #include "proto/stria.pb.h"
 
 namespace stria::mds {
@@ -136,6 +137,7 @@ class Namespace {
   SuperState& super_locked() { return super_; }
   std::map<uint32_t, OstState>& osts_locked() { return osts_; }
   uint64_t& rr_cursor_locked() { return rr_cursor_; }
+  AllocTunables& alloc_tunables_locked() { return alloc_tunables_; }
 
   // Copies, taking the mutex briefly.
   std::vector<proto::OstInfo> OstTable();
@@ -215,6 +217,7 @@ class Namespace {
   SuperState super_;                  // GUARDED_BY(mutex_)
   std::map<uint32_t, OstState> osts_; // GUARDED_BY(mutex_)
   uint64_t rr_cursor_ = 0;            // GUARDED_BY(mutex_): round-robin start, not persisted
+  AllocTunables alloc_tunables_;      // GUARDED_BY(mutex_): cache of params, by config_gen
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
   uint64_t synced_seq_ = 0;      // GUARDED_BY(sync_mu_): WAL durable up to here

@@ -71,11 +71,41 @@ Result<uint32_t> QosThresholdRr(rocksdb::DB* db, const std::string& fsname) {
   return ParsePercent(*v).value_or(kDefaultQosThresholdRr);
 }
 
-Result<bool> OstAdminActive(rocksdb::DB* db, const std::string& fsname, uint32_t index) {
+namespace {
+
+std::string OstActiveName(const std::string& fsname, uint32_t index) {
   char name[64];
   std::snprintf(name, sizeof(name), "-OST%04x-osc-MDT0000.active", index);
-  STRIA_ASSIGN_OR_RETURN(std::optional<std::string> v, MatchParam(db, "osp." + fsname + name));
-  return !v || *v != "0";
+  return "osp." + fsname + name;
+}
+
+}  // namespace
+
+bool AllocTunables::OstActive(const std::string& fsname, uint32_t index) const {
+  const std::string canonical = OstActiveName(fsname, index);
+  size_t best = 0;
+  bool active = true;
+  for (const auto& [name, value] : osp_active) {
+    if (name.size() < best || fnmatch(name.c_str(), canonical.c_str(), 0) != 0) continue;
+    active = value != "0";
+    best = name.size();
+  }
+  return active;
+}
+
+Result<AllocTunables> LoadAllocTunables(rocksdb::DB* db, const std::string& fsname,
+                                        uint64_t config_gen) {
+  AllocTunables t;
+  STRIA_ASSIGN_OR_RETURN(t.qos_threshold_rr, QosThresholdRr(db, fsname));
+  const std::string prefix = ParamKey("osp.");
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions()));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    std::string name(it->key().data() + 1, it->key().size() - 1);
+    if (IsOstActiveParam(name)) t.osp_active.emplace_back(std::move(name), it->value().ToString());
+  }
+  STRIA_RETURN_IF_ERROR(FromRocks(it->status(), "read params"));
+  t.config_gen = config_gen;
+  return t;
 }
 
 }  // namespace stria::mds

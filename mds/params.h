@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/status.h"
 
@@ -31,7 +33,17 @@ Status CheckParamValue(const std::string& name, const std::string& value);
 // lod.*.qos_threshold_rr for `fsname` (percent, 0-100).
 Result<uint32_t> QosThresholdRr(rocksdb::DB* db, const std::string& fsname);
 
-// False when an operator deactivated OST `index` (osp.*.active=0, lctl deactivate).
-Result<bool> OstAdminActive(rocksdb::DB* db, const std::string& fsname, uint32_t index);
+// What allocation reads of the params, loaded once per configuration generation (every
+// set_param bumps it) rather than by a scan of the params for each OST of each create.
+struct AllocTunables {
+  uint64_t config_gen = UINT64_MAX;  // UINT64_MAX: never loaded
+  uint32_t qos_threshold_rr = kDefaultQosThresholdRr;
+  std::vector<std::pair<std::string, std::string>> osp_active;  // stored osp.*.active params
+  // Whether OST `index` of `fsname` is active by the operator's params (the rule of
+  // MatchParam over osp_active).
+  bool OstActive(const std::string& fsname, uint32_t index) const;
+};
+Result<AllocTunables> LoadAllocTunables(rocksdb::DB* db, const std::string& fsname,
+                                        uint64_t config_gen);
 
 }  // namespace stria::mds

@@ -1,30 +1,17 @@
 #include "lnet/o2ib/o2ib_msg.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #include <string>
 
 #include "common/crc32c.h"
+#include "lnet/internal/le_codec.h"
 
 namespace stria::lnet::o2ib {
 namespace {
 
-static_assert(std::endian::native == std::endian::little, "the o2ib codec assumes little endian");
-
-template <typename T>
-void Put(uint8_t*& p, T v) {
-  std::memcpy(p, &v, sizeof v);
-  p += sizeof v;
-}
-
-template <typename T>
-T Get(const uint8_t*& p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  p += sizeof v;
-  return v;
-}
+using internal::Get;
+using internal::Put;
 
 constexpr size_t kCrcOffset = kMsgHeaderSize - 4;
 

@@ -158,31 +158,35 @@ Status AllocateObjects(Txn& txn, proto::Layout* l) {
   auto& osts = txn.osts();
   // OSTs that heartbeated recently; when none has (e.g. just after an MDS restart), every
   // active one. An explicit stripe_offset may name any active OST.
+  AllocTunables& tunables = txn.ns().alloc_tunables_locked();
+  if (tunables.config_gen != txn.super().config_gen) {
+    STRIA_ASSIGN_OR_RETURN(
+        tunables, LoadAllocTunables(txn.ns().db(), txn.ns().fsname(), txn.super().config_gen));
+  }
   std::vector<uint32_t> active, fresh;
   for (const auto& [idx, st] : osts) {
     if (!st.info.active()) continue;
     // lctl deactivate / set_param osp.*.active=0: no new objects there.
-    STRIA_ASSIGN_OR_RETURN(bool admin_active, OstAdminActive(txn.ns().db(), txn.ns().fsname(), idx));
-    if (!admin_active) continue;
+    if (!tunables.OstActive(txn.ns().fsname(), idx)) continue;
     active.push_back(idx);
-    if (txn.now() - static_cast<int64_t>(st.info.last_seen_ns()) < kOstStaleNs) fresh.push_back(idx);
+    if (txn.now() - static_cast<int64_t>(st.info.last_seen_ns()) < kOstStaleNs)
+      fresh.push_back(idx);
   }
   if (active.empty()) return Status(Code::kNoSpc, "no OSTs registered");
   if (!l->pool().empty()) {
     // lfs setstripe -p: only the pool's OSTs.
-    STRIA_ASSIGN_OR_RETURN(std::optional<proto::PoolInfo> pool,
-                           ReadPool(txn.ns().db(), l->pool()));
+    STRIA_ASSIGN_OR_RETURN(std::optional<proto::PoolInfo> pool, ReadPool(txn.ns().db(), l->pool()));
     if (!pool) {
-      return Status(Code::kInval, "pool " + txn.ns().fsname() + "." + l->pool() +
-                                      " does not exist");
+      return Status(Code::kInval,
+                    "pool " + txn.ns().fsname() + "." + l->pool() + " does not exist");
     }
     const std::set<uint32_t> members(pool->osts().begin(), pool->osts().end());
     auto outside = [&](uint32_t idx) { return members.count(idx) == 0; };
     active.erase(std::remove_if(active.begin(), active.end(), outside), active.end());
     fresh.erase(std::remove_if(fresh.begin(), fresh.end(), outside), fresh.end());
     if (active.empty()) {
-      return Status(Code::kNoSpc, "pool " + txn.ns().fsname() + "." + l->pool() +
-                                      " has no active OST");
+      return Status(Code::kNoSpc,
+                    "pool " + txn.ns().fsname() + "." + l->pool() + " has no active OST");
     }
   }
   if (l->stripe_offset() < 0) {
@@ -206,8 +210,7 @@ Status AllocateObjects(Txn& txn, proto::Layout* l) {
       }
     }
     if (!found) {
-      return Status(Code::kInval, "stripe offset: OST index " +
-                                      std::to_string(l->stripe_offset()) +
+      return Status(Code::kInval, "stripe offset: OST index " + std::to_string(l->stripe_offset()) +
                                       " is unknown, inactive or outside the pool");
     }
   } else {
@@ -218,8 +221,9 @@ Status AllocateObjects(Txn& txn, proto::Layout* l) {
   // balanced; weighted by free space when it is not (Lustre's QoS).
   std::vector<uint32_t> chosen;
   if (l->stripe_offset() < 0) {
-    STRIA_ASSIGN_OR_RETURN(uint32_t threshold, QosThresholdRr(txn.ns().db(), txn.ns().fsname()));
-    if (FreeSpaceImbalanced(osts, active, threshold)) chosen = WeightedByFreeSpace(osts, active, count);
+    if (FreeSpaceImbalanced(osts, active, tunables.qos_threshold_rr)) {
+      chosen = WeightedByFreeSpace(osts, active, count);
+    }
   }
   if (chosen.empty()) {
     for (uint32_t i = 0; i < count; ++i) chosen.push_back(active[(start + i) % n]);
@@ -327,10 +331,9 @@ Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Lay
     c.mutable_layout()->set_pattern(proto::PATTERN_RAID0);
     const uint64_t size = c.layout().stripe_size();
     if (c.end() != kLayoutEof && c.end() % size != 0) {
-      return Status(Code::kInval, "component " + std::to_string(id) + " end " +
-                                      std::to_string(c.end()) +
-                                      " is not a multiple of its stripe size " +
-                                      std::to_string(size));
+      return Status(Code::kInval,
+                    "component " + std::to_string(id) + " end " + std::to_string(c.end()) +
+                        " is not a multiple of its stripe size " + std::to_string(size));
     }
   }
   // The component that holds the file's first byte gets its objects now, as Lustre does.
