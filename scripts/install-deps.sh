@@ -14,6 +14,8 @@ PACKAGES=(
   libgtest-dev libgmock-dev googletest
   libisal-dev libspdlog-dev libfmt-dev libcli11-dev
   fio iproute2 psmisc attr util-linux procps python3
+  python3-pip python3-setuptools python3-wheel python3-pytest python3-numpy python3-torch
+  python3-fsspec libssl-dev
   clang-14 libclang-rt-14-dev
 )
 

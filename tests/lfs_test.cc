@@ -858,5 +858,43 @@ TEST_F(LfsTest, DeactivatedOstGetsNoNewObjects) {
   EXPECT_EQ(lctl({"set_param", "osp.lfsfs-OST0001-osc-MDT0000.active=yes"}).exit_code, EINVAL);
 }
 
+// lfs manifest: sha256sum's format, verified through the native path; a flipped byte, a
+// missing file and an extra file are each reported, and the exit status says so.
+TEST_F(LfsTest, ManifestCreateAndVerifyCatchFlipMissingAndExtra) {
+  ASSERT_EQ(mkdir(P("ds").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("ds/sub").c_str(), 0755), 0);
+  ASSERT_EQ(WriteFile(P("ds/a.bin"), Pattern(300'000, 1)), 0);
+  ASSERT_EQ(WriteFile(P("ds/sub/b.bin"), Pattern(5'000, 2)), 0);
+  ASSERT_EQ(WriteFile(P("ds/sub/c.bin"), Pattern(10, 3)), 0);
+  CommandResult r = Lfs({"manifest", "create", "-j", "3", P("ds")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CommandResult ref = RunCommand({"/bin/sh", "-c", "cd " + P("ds") +
+                                                      " && sha256sum a.bin sub/b.bin sub/c.bin"});
+  ASSERT_EQ(ref.exit_code, 0) << ref.err;
+  EXPECT_EQ(r.out, ref.out);  // the same lines, sorted by path
+  const std::string manifest = P("ds/MANIFEST");
+  ASSERT_EQ(WriteFile(manifest, std::vector<uint8_t>(r.out.begin(), r.out.end())), 0);
+  r = Lfs({"manifest", "verify", "-q", manifest});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.err.find("3 files checked: 0 missing, 0 mismatched, 0 extra"), std::string::npos)
+      << r.err;
+
+  int fd = open(P("ds/a.bin").c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  const char flip = static_cast<char>(Pattern(300'000, 1)[1234] ^ 0x40);
+  ASSERT_EQ(pwrite(fd, &flip, 1, 1234), 1);
+  close(fd);
+  ASSERT_EQ(unlink(P("ds/sub/c.bin").c_str()), 0);
+  ASSERT_EQ(WriteFile(P("ds/sub/new.bin"), Pattern(7, 4)), 0);
+  r = Lfs({"manifest", "verify", "-q", "-j", "2", manifest});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_EQ(r.out, "MISMATCH a.bin\nMISSING sub/c.bin\nEXTRA sub/new.bin\n");
+
+  r = Lfs({"manifest", "verify", "-j", "0", manifest});
+  EXPECT_EQ(r.exit_code, 22);
+  r = Lfs({"manifest", "frob", P("ds")});
+  EXPECT_EQ(r.exit_code, 22);
+}
+
 }  // namespace
 }  // namespace stria::testing

@@ -66,11 +66,7 @@ Result<Resolved> ToolSession::Resolve(client::Client* c, std::string_view fs_pat
 }
 
 Result<proto::Layout> ToolSession::FileLayout(client::Client* c, const proto::Attr& attr) {
-  proto::GetattrRequest req;
-  *req.mutable_cred() = cred_;
-  req.set_ino(attr.ino());
-  proto::AttrReply rep;
-  STRIA_RETURN_IF_ERROR(c->MdsCall(proto::OP_MDS_GETATTR, req, &rep));
+  STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, client::Metadata(c).Getattr(cred_, attr.ino()));
   return rep.layout();
 }
 
@@ -85,16 +81,15 @@ Result<std::vector<proto::DirEntry>> ToolSession::ListDir(client::Client* c, uin
                                                           bool plus) {
   std::vector<proto::DirEntry> out;
   std::string cookie;
+  client::Metadata md(c);
   for (int page = 0; page < 1'000'000; ++page) {
-    proto::ReaddirRequest req;
-    *req.mutable_cred() = cred_;
-    req.set_ino(ino);
-    req.set_cookie(cookie);
-    req.set_max_entries(1024);
-    req.set_want_attrs(plus);
-    req.set_want_layouts(plus);
-    proto::ReaddirReply rep;
-    STRIA_RETURN_IF_ERROR(c->MdsCall(proto::OP_MDS_READDIR, req, &rep));
+    client::Metadata::ReaddirArgs args;
+    args.ino = ino;
+    args.cookie = cookie;
+    args.max_entries = 1024;
+    args.want_attrs = plus;
+    args.want_layouts = plus;
+    STRIA_ASSIGN_OR_RETURN(proto::ReaddirReply rep, md.Readdir(cred_, args));
     for (auto& e : *rep.mutable_entries()) {
       if (e.name() == "." || e.name() == "..") continue;
       out.push_back(std::move(e));

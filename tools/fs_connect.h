@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "client/metadata.h"
 #include "common/status.h"
 #include "proto/stria.pb.h"
 #include "tools/mount_info.h"

@@ -19,6 +19,7 @@ int LfsCheck(int argc, char** argv);
 int LfsMigrate(int argc, char** argv);
 int LfsSwapLayouts(int argc, char** argv);
 int LfsDataVersion(int argc, char** argv);
+int LfsManifest(int argc, char** argv);  // create / verify
 
 // The usage text of a subcommand ("" when unknown).
 const char* LfsUsage(const char* command);

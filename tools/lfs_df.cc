@@ -67,16 +67,13 @@ int DfMount(ToolSession& session, const StriaPath& where, uint32_t flags,
   mdt.uuid = TargetUuid(fsname, "MDT", 0);
   mdt.type = "MDT";
   mdt.index = 0;
-  proto::StatfsRequest sreq;
-  *sreq.mutable_cred() = session.cred();
-  proto::StatfsReply srep;
-  Status st = (*c)->MdsCall(proto::OP_MDS_STATFS, sreq, &srep);
-  if (st.ok()) {
-    mdt.bsize = srep.bsize() ? srep.bsize() : 4096;
-    mdt.files = srep.files();
-    mdt.ffree = srep.ffree();
+  auto srep = client::Metadata(*c).Statfs(session.cred());
+  if (srep.ok()) {
+    mdt.bsize = srep->bsize() ? srep->bsize() : 4096;
+    mdt.files = srep->files();
+    mdt.ffree = srep->ffree();
   } else {
-    mdt.error = std::strerror(st.ToErrno());
+    mdt.error = std::strerror(srep.status().ToErrno());
   }
   targets.push_back(mdt);
 

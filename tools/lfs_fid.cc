@@ -26,12 +26,7 @@ namespace {
 
 Result<proto::Fid2PathReply> Names(client::Client* c, const proto::Credentials& cred,
                                    uint64_t ino) {
-  proto::Fid2PathRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
-  proto::Fid2PathReply rep;
-  STRIA_RETURN_IF_ERROR(c->MdsCall(proto::OP_MDS_FID2PATH, req, &rep));
-  return rep;
+  return client::Metadata(c).Fid2Path(cred, ino);
 }
 
 }  // namespace

@@ -125,19 +125,15 @@ class Getstripe {
 
   // The directory's default layout; below the top, only directories that carry one.
   int ShowDir(const std::string& path, const Resolved& r, bool top) {
-    proto::GetDefaultLayoutRequest req;
-    *req.mutable_cred() = session_->cred();
-    req.set_ino(r.attr.ino());
-    proto::GetDefaultLayoutReply rep;
-    Status st = client_->MdsCall(proto::OP_MDS_GET_DEFAULT_LAYOUT, req, &rep);
-    if (!st.ok()) {
+    auto def = client::Metadata(client_).GetDefaultLayout(session_->cred(), r.attr.ino());
+    if (!def.ok()) {
       std::fprintf(stderr, "lfs getstripe: cannot get default layout of '%s': %s\n", path.c_str(),
-                   st.ToString().c_str());
-      return ExitCode(st);
+                   def.status().ToString().c_str());
+      return ExitCode(def.status());
     }
-    if (!rep.is_set() && !top) return 0;
+    if (!def->has_value() && !top) return 0;
     if (args_.quiet) return 0;  // -q shows objects, and directories have none
-    proto::Layout eff = EffectiveDirLayout(rep.is_set() ? &rep.layout() : nullptr, fs_default_);
+    proto::Layout eff = EffectiveDirLayout(def->has_value() ? &**def : nullptr, fs_default_);
     if (args_.yaml) {
       std::fputs(FormatYaml(eff).c_str(), stdout);
       return 0;

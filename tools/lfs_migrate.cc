@@ -59,15 +59,13 @@ Status CopyData(client::Client* c, const proto::Layout& from, const proto::Layou
 // One attempt: BEGIN, copy, COMMIT (ABORT on failure). kBusy when a writer got in the way.
 Status MigrateOnce(client::Client* c, const proto::Credentials& cred, uint64_t ino,
                    const proto::Layout& old_layout, const LayoutOptions& options) {
+  client::Metadata md(c);
   proto::MigrateRequest begin;
-  *begin.mutable_cred() = cred;
   begin.set_ino(ino);
   begin.set_step(proto::MIGRATE_BEGIN);
   if (options.given()) *begin.mutable_layout() = options.layout();
-  proto::MigrateReply started;
-  STRIA_RETURN_IF_ERROR(c->MdsCall(proto::OP_MDS_MIGRATE, begin, &started));
+  STRIA_ASSIGN_OR_RETURN(proto::MigrateReply started, md.Migrate(cred, begin));
   proto::MigrateRequest end;
-  *end.mutable_cred() = cred;
   end.set_ino(ino);
   *end.mutable_layout() = started.layout();
   Status st = CopyData(c, old_layout, started.layout(), started.size());
@@ -76,14 +74,12 @@ Status MigrateOnce(client::Client* c, const proto::Credentials& cred, uint64_t i
     end.set_size(started.size());
     end.set_mtime_ns(started.mtime_ns());
     end.set_generation(started.generation());
-    proto::MigrateReply done;
-    st = c->MdsCall(proto::OP_MDS_MIGRATE, end, &done);
+    st = md.Migrate(cred, end).status();
     if (st.ok()) return st;
   }
   // Give the new objects back; the file keeps its old layout.
   end.set_step(proto::MIGRATE_ABORT);
-  proto::MigrateReply aborted;
-  if (Status a = c->MdsCall(proto::OP_MDS_MIGRATE, end, &aborted); !a.ok()) {
+  if (Status a = md.Migrate(cred, end).status(); !a.ok()) {
     std::fprintf(stderr, "lfs migrate: cannot give back the new objects: %s\n",
                  a.ToString().c_str());
   }

@@ -60,13 +60,9 @@ int SetstripeOne(ToolSession& session, const SetstripeArgs& args, const std::str
   }
   auto target = session.Resolve(*c, where->fs_path);
   if (target.ok() && target->is_dir()) {
-    proto::SetDefaultLayoutRequest req;
-    *req.mutable_cred() = session.cred();
-    req.set_ino(target->attr.ino());
-    req.set_remove(args.remove);
-    if (!args.remove) *req.mutable_layout() = args.layout;
-    proto::SetDefaultLayoutReply rep;
-    Status st = (*c)->MdsCall(proto::OP_MDS_SET_DEFAULT_LAYOUT, req, &rep);
+    client::Metadata md(*c);
+    Status st = args.remove ? md.RemoveDefaultLayout(session.cred(), target->attr.ino())
+                            : md.SetDefaultLayout(session.cred(), target->attr.ino(), args.layout);
     if (!st.ok()) {
       std::fprintf(stderr, "lfs setstripe: cannot %s default layout of '%s': %s\n",
                    args.remove ? "delete" : "set", path.c_str(), st.ToString().c_str());
@@ -102,17 +98,14 @@ int SetstripeOne(ToolSession& session, const SetstripeArgs& args, const std::str
                  std::strerror(ENOTDIR));
     return ENOTDIR;
   }
-  proto::CreateRequest req;
-  *req.mutable_cred() = session.cred();
-  req.set_parent(parent->attr.ino());
-  req.set_name(name);
+  client::Metadata::CreateArgs ca;
+  ca.parent = parent->attr.ino();
+  ca.name = name;
   const mode_t mask = CurrentUmask();
-  req.set_mode(S_IFREG | (0666 & ~mask));
-  req.set_umask(mask);
-  req.set_exclusive(true);
-  *req.mutable_layout() = args.layout;
-  proto::EntryReply rep;
-  Status st = (*c)->MdsCall(proto::OP_MDS_CREATE, req, &rep);
+  ca.mode = S_IFREG | (0666 & ~mask);
+  ca.umask = mask;
+  ca.layout = &args.layout;
+  Status st = client::Metadata(*c).Create(session.cred(), ca).status();
   if (!st.ok()) {
     if (st.code() == Code::kExist) {
       std::fprintf(stderr, "lfs setstripe: cannot change layout of existing file '%s': %s\n",

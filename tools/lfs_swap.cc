@@ -57,12 +57,10 @@ int LfsSwapLayouts(int argc, char** argv) {
     return ExitCode(st);
   }
   proto::MigrateRequest req;
-  *req.mutable_cred() = session.cred();
   req.set_step(proto::MIGRATE_SWAP);
   req.set_ino(ra->attr.ino());
   req.set_ino2(rb->attr.ino());
-  proto::MigrateReply rep;
-  Status st = a->client->MdsCall(proto::OP_MDS_MIGRATE, req, &rep);
+  Status st = client::Metadata(a->client).Migrate(session.cred(), req).status();
   if (!st.ok()) {
     std::fprintf(stderr, "lfs swap_layouts: cannot swap '%s' and '%s': %s\n", argv[1], argv[2],
                  st.ToString().c_str());

@@ -89,6 +89,14 @@ const char* LfsUsage(const char* command) {
     return "usage: lfs data_version FILE\n"
            "\tA number that changes whenever the file's bytes can have changed.\n";
   }
+  if (cmd == "manifest") {
+    return "usage: lfs manifest create [-j N] DIR > MANIFEST\n"
+           "       lfs manifest verify [-j N] [-q] MANIFEST [DIR]\n"
+           "\tcreate: the SHA-256 of every file under DIR, in sha256sum's format.\n"
+           "\tverify: checks the files MANIFEST lists (under DIR, by default the\n"
+           "\tmanifest's directory), N in parallel; lists MISSING, MISMATCH and EXTRA\n"
+           "\tfiles and exits 1 if there is any.\n";
+  }
   if (cmd == "osts")
     return "usage: lfs osts [PATH]\n\tLists the OSTs and whether each is active.\n";
   if (cmd == "mdts") return "usage: lfs mdts [PATH]\n\tLists the MDTs.\n";

@@ -12,14 +12,12 @@ constexpr uint32_t kReaddirPage = 512;  // entries per OP_MDS_READDIR
 }
 
 Status StriaFs::FetchDirPage(fuse_req_t req, DirHandle* dh, bool plus) {
-  proto::ReaddirRequest rr;
-  *rr.mutable_cred() = CredentialsOf(req, groups_);
-  rr.set_ino(dh->ino);
-  rr.set_cookie(dh->cookie);
-  rr.set_max_entries(kReaddirPage);
-  rr.set_want_attrs(plus);
-  proto::ReaddirReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_READDIR, rr, &rep));
+  Metadata::ReaddirArgs args;
+  args.ino = dh->ino;
+  args.cookie = dh->cookie;
+  args.max_entries = kReaddirPage;
+  args.want_attrs = plus;
+  STRIA_ASSIGN_OR_RETURN(proto::ReaddirReply rep, md_.Readdir(CredentialsOf(req, groups_), args));
   for (auto& e : *rep.mutable_entries()) {
     if (e.name().empty() || e.name() == "." || e.name() == ".." || e.ino() == 0) continue;
     dh->entries.push_back(std::move(e));
@@ -109,11 +107,7 @@ Status StriaFs::DoReaddir(fuse_req_t req, DirHandle* dh, size_t size, off_t offs
 }
 
 Status StriaFs::DoFsyncdir(fuse_req_t req, uint64_t ino) {
-  proto::SyncRequest sr;
-  *sr.mutable_cred() = CredentialsOf(req, groups_);
-  sr.set_ino(ino);
-  proto::SyncReply rep;
-  return client_->MdsCall(proto::OP_MDS_SYNC, sr, &rep);
+  return md_.Sync(CredentialsOf(req, groups_), ino);
 }
 
 }  // namespace stria::client::fuse

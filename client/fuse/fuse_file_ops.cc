@@ -19,19 +19,14 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   const bool just_created = created != nullptr;
   const proto::Credentials cred = CredentialsOf(req, groups_);
   proto::OpenReply rep;
-  Status st;
   if (just_created) {
     // The create opened it too (OP_MDS_CREATE with open): no second round trip.
     *rep.mutable_attr() = created->attr();
     *rep.mutable_layout() = created->layout();
     rep.set_handle(created->handle());
   } else {
-    proto::OpenRequest orq;
-    *orq.mutable_cred() = cred;
-    orq.set_ino(ino);
-    orq.set_flags(static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL)));
-    st = client_->MdsCall(proto::OP_MDS_OPEN, orq, &rep);
-    if (!st.ok()) return st;
+    const auto open_flags = static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL));
+    STRIA_ASSIGN_OR_RETURN(rep, md_.Open(cred, ino, open_flags));
   }
   const uint64_t mds_handle = rep.handle();
   const proto::Layout& layout = rep.layout();
@@ -122,20 +117,11 @@ Result<std::shared_ptr<const proto::Layout>> StriaFs::WriteLayout(FileHandle* fh
                                                                   uint64_t end) {
   std::shared_ptr<const proto::Layout> layout = fh->inode->layout();
   if (!layout) return Status(Code::kIO, "file has no stripe objects");
-  if (RangeInstantiated(*layout, offset, end)) return layout;
-  if (end > LayoutEnd(*layout)) {
-    return Status(Code::kFBig, "write past the end of the file's layout (" +
-                                   std::to_string(LayoutEnd(*layout)) + ")");
-  }
-  proto::LayoutIntentRequest lr;
-  *lr.mutable_cred() = fh->cred;
-  lr.set_ino(fh->inode->ino);
-  lr.set_start(offset);
-  lr.set_end(end);
-  lr.set_handle(fh->mds_handle);
-  proto::LayoutIntentReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LAYOUT_INTENT, lr, &rep));
-  layout = fh->inode->set_layout(rep.layout());
+  STRIA_ASSIGN_OR_RETURN(
+      std::optional<proto::Layout> newer,
+      md_.LayoutForWrite(fh->cred, fh->inode->ino, fh->mds_handle, *layout, offset, end));
+  if (!newer) return layout;
+  layout = fh->inode->set_layout(*newer);
   if (!layout || !RangeInstantiated(*layout, offset, end)) {
     return Status(Code::kIO, "the MDS did not instantiate the layout for the write");
   }
@@ -146,14 +132,8 @@ Result<std::shared_ptr<const proto::Layout>> StriaFs::ReadLayout(FileHandle* fh,
                                                                  uint64_t offset,
                                                                  uint64_t end) {
   std::shared_ptr<const proto::Layout> layout = fh->inode->layout();
-  if (layout && RangeInstantiated(*layout, offset, std::min(end, LayoutEnd(*layout)))) {
-    return layout;
-  }
-  proto::GetattrRequest gr;
-  *gr.mutable_cred() = fh->cred;
-  gr.set_ino(fh->inode->ino);
-  proto::AttrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
+  if (!ReadNeedsNewerLayout(layout.get(), offset, end)) return layout;
+  STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(fh->cred, fh->inode->ino));
   return fh->inode->set_layout(rep.layout());
 }
 
@@ -176,11 +156,7 @@ Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_
   if (!missing) return n;
   // An object was missing: a hole, or the layout changed under this open file (lfs migrate
   // swapped it and the old objects are being destroyed). A newer layout means read again.
-  proto::GetattrRequest gr;
-  *gr.mutable_cred() = fh->cred;
-  gr.set_ino(fh->inode->ino);
-  proto::AttrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
+  STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(fh->cred, fh->inode->ino));
   std::shared_ptr<const proto::Layout> now = fh->inode->set_layout(rep.layout());
   if (now == nullptr || now->generation() == layout->generation()) return n;
   return client_->Read(*now, size, offset, buf);
@@ -242,20 +218,18 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   // file may be answered and not yet durable).
   if (!close && !dirty && !atime_due && !sync) return Status::Ok();
   if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
-  proto::CloseRequest cr;
-  *cr.mutable_cred() = req != nullptr ? CredentialsOf(req, groups_) : fh->cred;
-  cr.set_ino(fh->inode->ino);
-  cr.set_handle(close ? fh->mds_handle : 0);
+  Metadata::CloseArgs ca;
+  ca.ino = fh->inode->ino;
+  ca.handle = close ? fh->mds_handle : 0;
   // wrote: new writes since the last report (the MDS then takes max(size) and the mtime).
-  cr.set_wrote(dirty);
-  cr.set_sync(sync);
-  if (atime_due) cr.set_atime_ns(read_ns);
-  if (dirty) {
-    cr.set_size(fh->inode->acked_end.load());  // only bytes the OSTs acknowledged
-    cr.set_mtime_ns(fh->mtime_ns.load());
-  }
-  proto::AttrReply rep;
-  Status st = client_->MdsCall(proto::OP_MDS_CLOSE, cr, &rep);
+  ca.wrote = dirty;
+  ca.sync = sync;
+  if (atime_due) ca.atime_ns = read_ns;
+  ca.size = fh->inode->acked_end.load();  // only bytes the OSTs acknowledged
+  ca.mtime_ns = fh->mtime_ns.load();
+  Result<proto::AttrReply> rep =
+      md_.Close(req != nullptr ? CredentialsOf(req, groups_) : fh->cred, ca);
+  Status st = rep.status();
   if (close && mds_session_ != nullptr && fh->mds_handle != 0) {
     mds_session_->Closed(fh->mds_handle);
   }
@@ -263,7 +237,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
     if (dirty) fh->dirty.store(true);  // report again at the next chance
     return st;
   }
-  fh->inode->ObserveMdsSize(rep.attr().size());
+  fh->inode->ObserveMdsSize(rep->attr().size());
   return Status::Ok();
 }
 

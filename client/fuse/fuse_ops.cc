@@ -19,17 +19,9 @@ namespace stria::client::fuse {
 
 namespace {
 
-constexpr size_t kMaxNameLen = 255;
 // Never stored: answered locally so the getxattr the kernel sends before every write
 // (file_remove_privs) costs no MDS round trip.
 constexpr std::string_view kCapabilityXattr = "security.capability";
-
-Status CheckName(const char* name) {
-  const size_t n = std::strlen(name);
-  if (n == 0) return Status(Code::kNoEnt, "empty name");
-  if (n > kMaxNameLen) return Status(Code::kNameTooLong, "name longer than 255 bytes");
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -75,24 +67,14 @@ void StriaFs::FillEntry(const proto::Attr& attr, const proto::Layout* layout,
 
 Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
                          fuse_entry_param* e) {
-  STRIA_RETURN_IF_ERROR(CheckName(name));
-  proto::LookupRequest lr;
-  *lr.mutable_cred() = CredentialsOf(req, groups_);
-  lr.set_parent(parent);
-  lr.set_name(name);
-  proto::EntryReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LOOKUP, lr, &rep));
-  if (rep.attr().ino() == 0) return Status(Code::kProtocol, "MDS lookup returned inode 0");
+  STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
+                         md_.Lookup(CredentialsOf(req, groups_), parent, name));
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
 }
 
 Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
-  proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req, groups_);
-  gr.set_ino(ino);
-  proto::AttrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
+  STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(CredentialsOf(req, groups_), ino));
   uint64_t size = rep.attr().size();
   if (auto inode = inodes_.Get(ino)) {
     inode->ObserveMdsSize(size);
@@ -121,7 +103,9 @@ Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layo
   if (auto inode = inodes_.Get(ino)) inode->NoteTruncate(size);
   sr->set_valid(sr->valid() | proto::SETATTR_SIZE);
   sr->mutable_attr()->set_size(size);
-  return client_->MdsCall(proto::OP_MDS_SETATTR, *sr, rep);
+  const proto::Credentials cred = sr->cred();
+  STRIA_ASSIGN_OR_RETURN(*rep, md_.Setattr(cred, *sr));
+  return Status::Ok();
 }
 
 Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
@@ -174,25 +158,18 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
       sr.set_handle(fh->mds_handle);  // ftruncate: write access was checked at open
     } else {
       // truncate(2) by path: let the MDS check write permission before the objects change.
-      proto::OpenRequest orq;
-      *orq.mutable_cred() = sr.cred();
-      orq.set_ino(ino);
-      orq.set_flags(O_WRONLY);
-      proto::OpenReply orep;
-      STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_OPEN, orq, &orep));
+      STRIA_ASSIGN_OR_RETURN(proto::OpenReply orep, md_.Open(sr.cred(), ino, O_WRONLY));
       layout = orep.layout();
-      proto::CloseRequest cr;
-      *cr.mutable_cred() = sr.cred();
-      cr.set_ino(ino);
-      cr.set_handle(orep.handle());
-      proto::AttrReply crep;
-      if (Status st = client_->MdsCall(proto::OP_MDS_CLOSE, cr, &crep); !st.ok()) {
+      Metadata::CloseArgs ca;
+      ca.ino = ino;
+      ca.handle = orep.handle();
+      if (Status st = md_.Close(sr.cred(), ca).status(); !st.ok()) {
         LOG_WARN("close after truncate check of inode {}: {}", ino, st.ToString());
       }
     }
     STRIA_RETURN_IF_ERROR(Truncate(req, ino, layout, size, &sr, &rep));
   } else {
-    STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_SETATTR, sr, &rep));
+    STRIA_ASSIGN_OR_RETURN(rep, md_.Setattr(sr.cred(), sr));
   }
   uint64_t size = rep.attr().size();
   if (auto inode = inodes_.Get(ino)) {
@@ -206,81 +183,44 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
 Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
                              uint32_t rdev, const char* symlink_target, fuse_entry_param* e,
                              proto::EntryReply* open_reply) {
-  STRIA_RETURN_IF_ERROR(CheckName(name));
-  proto::CreateRequest cr;
-  *cr.mutable_cred() = CredentialsOf(req, groups_);
-  cr.set_parent(parent);
-  cr.set_name(name);
-  cr.set_mode(mode);
-  cr.set_rdev(rdev);
-  cr.set_exclusive(true);
-  if (symlink_target != nullptr) cr.set_symlink_target(symlink_target);
-  cr.set_open(open_reply != nullptr);
+  Metadata::CreateArgs args;
+  args.parent = parent;
+  args.name = name;
+  args.mode = mode;
+  args.rdev = rdev;
+  if (symlink_target != nullptr) args.symlink_target = symlink_target;
+  args.open = open_reply != nullptr;
   proto::EntryReply local;
   proto::EntryReply& rep = open_reply != nullptr ? *open_reply : local;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_CREATE, cr, &rep));
+  STRIA_ASSIGN_OR_RETURN(rep, md_.Create(CredentialsOf(req, groups_), args));
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
 }
 
 Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const char* name,
                        fuse_entry_param* e) {
-  STRIA_RETURN_IF_ERROR(CheckName(name));
-  proto::LinkRequest lr;
-  *lr.mutable_cred() = CredentialsOf(req, groups_);
-  lr.set_ino(ino);
-  lr.set_new_parent(new_parent);
-  lr.set_new_name(name);
-  proto::EntryReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LINK, lr, &rep));
+  STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
+                         md_.Link(CredentialsOf(req, groups_), ino, new_parent, name));
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
 }
 
 Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir) {
-  STRIA_RETURN_IF_ERROR(CheckName(name));
-  proto::UnlinkRequest ur;
-  *ur.mutable_cred() = CredentialsOf(req, groups_);
-  ur.set_parent(parent);
-  ur.set_name(name);
-  ur.set_is_dir(is_dir);
-  proto::UnlinkReply rep;
-  return client_->MdsCall(proto::OP_MDS_UNLINK, ur, &rep);
+  return md_.Unlink(CredentialsOf(req, groups_), parent, name, is_dir).status();
 }
 
 Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
                          uint64_t new_parent, const char* new_name, unsigned int flags) {
-  STRIA_RETURN_IF_ERROR(CheckName(name));
-  STRIA_RETURN_IF_ERROR(CheckName(new_name));
-  if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
-    return Status(Code::kInval, "unsupported rename flags");
-  }
-  proto::RenameRequest rr;
-  *rr.mutable_cred() = CredentialsOf(req, groups_);
-  rr.set_old_parent(parent);
-  rr.set_old_name(name);
-  rr.set_new_parent(new_parent);
-  rr.set_new_name(new_name);
-  rr.set_flags(flags);
-  proto::RenameReply rep;
-  return client_->MdsCall(proto::OP_MDS_RENAME, rr, &rep);
+  return md_.Rename(CredentialsOf(req, groups_), parent, name, new_parent, new_name, flags);
 }
 
 Status StriaFs::DoReadlink(fuse_req_t req, uint64_t ino, std::string* target) {
-  proto::ReadlinkRequest rr;
-  *rr.mutable_cred() = CredentialsOf(req, groups_);
-  rr.set_ino(ino);
-  proto::ReadlinkReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_READLINK, rr, &rep));
-  *target = rep.target();
+  STRIA_ASSIGN_OR_RETURN(*target, md_.Readlink(CredentialsOf(req, groups_), ino));
   return Status::Ok();
 }
 
 Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
-  proto::StatfsRequest sr;
-  *sr.mutable_cred() = CredentialsOf(req, groups_);
-  proto::StatfsReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_STATFS, sr, &rep));
+  STRIA_ASSIGN_OR_RETURN(proto::StatfsReply rep, md_.Statfs(CredentialsOf(req, groups_)));
   std::memset(out, 0, sizeof(*out));
   out->f_bsize = rep.bsize() ? rep.bsize() : 4096;
   out->f_frsize = out->f_bsize;
@@ -295,52 +235,31 @@ Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
 }
 
 Result<std::string> StriaFs::GetLov(fuse_req_t req, uint64_t ino) {
-  proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req, groups_);
-  gr.set_ino(ino);
-  proto::AttrReply attr;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &attr));
+  const proto::Credentials cred = CredentialsOf(req, groups_);
+  STRIA_ASSIGN_OR_RETURN(proto::AttrReply attr, md_.Getattr(cred, ino));
   if (S_ISREG(attr.attr().mode())) return PackLov(attr.layout(), /*with_objects=*/true);
   if (!S_ISDIR(attr.attr().mode())) return Status(Code::kNoData, "no layout");
-  proto::GetDefaultLayoutRequest dr;
-  *dr.mutable_cred() = gr.cred();
-  dr.set_ino(ino);
-  proto::GetDefaultLayoutReply drep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GET_DEFAULT_LAYOUT, dr, &drep));
-  if (!drep.is_set()) return Status(Code::kNoData, "the directory has no default layout");
-  return PackLov(drep.layout(), /*with_objects=*/false);
+  STRIA_ASSIGN_OR_RETURN(std::optional<proto::Layout> def, md_.GetDefaultLayout(cred, ino));
+  if (!def) return Status(Code::kNoData, "the directory has no default layout");
+  return PackLov(*def, /*with_objects=*/false);
 }
 
 Status StriaFs::SetLov(fuse_req_t req, uint64_t ino, std::string_view value) {
   STRIA_ASSIGN_OR_RETURN(proto::Layout layout, UnpackLov(value));
-  proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req, groups_);
-  gr.set_ino(ino);
-  proto::AttrReply attr;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &attr));
+  const proto::Credentials cred = CredentialsOf(req, groups_);
+  STRIA_ASSIGN_OR_RETURN(proto::AttrReply attr, md_.Getattr(cred, ino));
   // A file's layout is fixed at create; like Lustre, restoring it (tar, rsync) is accepted.
   if (S_ISREG(attr.attr().mode())) return Status::Ok();
   if (!S_ISDIR(attr.attr().mode())) return Status(Code::kInval, "no layout here");
-  proto::SetDefaultLayoutRequest sr;
-  *sr.mutable_cred() = gr.cred();
-  sr.set_ino(ino);
-  *sr.mutable_layout() = layout;
-  proto::SetDefaultLayoutReply srep;
-  return client_->MdsCall(proto::OP_MDS_SET_DEFAULT_LAYOUT, sr, &srep);
+  return md_.SetDefaultLayout(cred, ino, layout);
 }
 
 Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const char* value,
                            size_t size, int flags) {
   if (name == kCapabilityXattr) return Status(Code::kNotSup, "file capabilities unsupported");
   if (IsLovXattrName(name)) return SetLov(req, ino, std::string_view(value, size));
-  proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req, groups_);
-  xr.set_ino(ino);
-  xr.set_name(name);
-  xr.set_value(std::string(value, size));
-  xr.set_flags(static_cast<uint32_t>(flags));
-  proto::XattrReply rep;
-  return client_->MdsCall(proto::OP_MDS_SETXATTR, xr, &rep);
+  return md_.Setxattr(CredentialsOf(req, groups_), ino, name, std::string_view(value, size),
+                      static_cast<uint32_t>(flags));
 }
 
 Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_t size,
@@ -357,13 +276,8 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
     }
     return Status::Ok();
   }
-  proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req, groups_);
-  xr.set_ino(ino);
-  xr.set_name(name);
-  xr.set_size(static_cast<uint32_t>(size));
-  proto::XattrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETXATTR, xr, &rep));
+  STRIA_ASSIGN_OR_RETURN(proto::XattrReply rep, md_.Getxattr(CredentialsOf(req, groups_), ino, name,
+                                                             static_cast<uint32_t>(size)));
   const size_t n = std::max<size_t>(rep.size(), rep.value().size());
   if (size == 0) {
     *full_size = n;
@@ -378,12 +292,8 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
 
 Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::string* names,
                             size_t* full_size) {
-  proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req, groups_);
-  xr.set_ino(ino);
-  xr.set_size(static_cast<uint32_t>(size));
-  proto::XattrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LISTXATTR, xr, &rep));
+  STRIA_ASSIGN_OR_RETURN(proto::XattrReply rep, md_.Listxattr(CredentialsOf(req, groups_), ino,
+                                                              static_cast<uint32_t>(size)));
   const size_t n = std::max<size_t>(rep.size(), rep.value().size());
   if (size == 0) {
     *full_size = n;
@@ -396,21 +306,12 @@ Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::stri
 
 Status StriaFs::DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name) {
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
-  proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req, groups_);
-  xr.set_ino(ino);
-  xr.set_name(name);
-  proto::XattrReply rep;
-  return client_->MdsCall(proto::OP_MDS_REMOVEXATTR, xr, &rep);
+  return md_.Removexattr(CredentialsOf(req, groups_), ino, name);
 }
 
 Status StriaFs::DoAccess(fuse_req_t req, uint64_t ino, int mask) {
   const proto::Credentials cred = CredentialsOf(req, groups_);
-  proto::GetattrRequest gr;
-  *gr.mutable_cred() = cred;
-  gr.set_ino(ino);
-  proto::AttrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
+  STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(cred, ino));
   if (mask == F_OK) return Status::Ok();
   const uint32_t mode = rep.attr().mode();
   if (cred.uid() == 0) {

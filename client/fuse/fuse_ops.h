@@ -25,6 +25,7 @@
 #include <string>
 
 #include "client/client.h"
+#include "client/metadata.h"
 #include "client/session.h"
 #include "client/fuse/file_handle.h"
 #include "client/fuse/groups_cache.h"
@@ -149,6 +150,7 @@ class StriaFs {
   Status LockWithWait(fuse_req_t req, const proto::LockRequest& lr, bool wait);
 
   Client* const client_;
+  Metadata md_{client_};  // every MDS request goes through it
   const FsOptions options_;
   fuse_session* session_ = nullptr;
   ClientSession* mds_session_ = nullptr;

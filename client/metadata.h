@@ -1,0 +1,136 @@
+// Metadata: libstria's typed metadata API — one method per MDS operation, so that the FUSE
+// client, lfs/lctl, the benchmarks and the native C API (client/include/stria/stria.h) never
+// build MDS requests by hand. A protocol rule about a namespace operation lives here (or in
+// the MDS), not at its call sites:
+//   - every request carries the caller's credentials, and the MDS checks them;
+//   - a reply that claims inode 0 is a protocol error;
+//   - a write that reaches components without objects asks the MDS to instantiate them
+//     first (LayoutIntent), and past the layout's end is EFBIG (LayoutForWrite);
+//   - a file's size and times reach the MDS through Close (OP_MDS_CLOSE), synced only when
+//     the caller asks (fsync, O_SYNC).
+//
+// Errors are the MDS's Status (its errno) or the transport's (kDisconnected, kTimeout).
+// Thread-safety: as Client — every method is thread-safe; a Metadata holds no state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "client/client.h"
+#include "common/status.h"
+#include "proto/stria.pb.h"
+
+namespace stria::client {
+
+// ENOENT for an empty name, ENAMETOOLONG past 255 bytes (NAME_MAX).
+Status CheckName(std::string_view name);
+
+inline constexpr size_t kMaxNameLen = 255;
+
+class Metadata {
+ public:
+  using Cred = proto::Credentials;
+
+  explicit Metadata(Client* client) : client_(client) {}
+
+  Client* client() const { return client_; }
+
+  // ---- names ----
+  Result<proto::EntryReply> Lookup(const Cred& cred, uint64_t parent, std::string_view name);
+
+  struct CreateArgs {
+    uint64_t parent = 0;
+    std::string_view name;
+    uint32_t mode = 0;                          // with the S_IFMT bits
+    uint32_t rdev = 0;                          // device nodes
+    std::string_view symlink_target;            // S_IFLNK
+    const proto::Layout* layout = nullptr;      // regular files: requested layout, else inherit
+    bool open = false;                          // regular files: open it too (reply.handle)
+    uint32_t umask = 0;                         // the creating process's umask, if known
+  };
+  // Creates (always exclusively: EEXIST when the name exists).
+  Result<proto::EntryReply> Create(const Cred& cred, const CreateArgs& args);
+  Result<proto::EntryReply> Link(const Cred& cred, uint64_t ino, uint64_t new_parent,
+                                 std::string_view name);
+  // unlink(2), or rmdir(2) with is_dir.
+  Result<proto::UnlinkReply> Unlink(const Cred& cred, uint64_t parent, std::string_view name,
+                                    bool is_dir);
+  // flags: RENAME_NOREPLACE, RENAME_EXCHANGE; others are EINVAL.
+  Status Rename(const Cred& cred, uint64_t parent, std::string_view name, uint64_t new_parent,
+                std::string_view new_name, uint32_t flags = 0);
+  Result<std::string> Readlink(const Cred& cred, uint64_t ino);
+  // One page of a directory from `cookie` ("" = the start).
+  struct ReaddirArgs {
+    uint64_t ino = 0;
+    std::string cookie;
+    uint32_t max_entries = 512;
+    bool want_attrs = false;
+    bool want_layouts = false;
+  };
+  Result<proto::ReaddirReply> Readdir(const Cred& cred, const ReaddirArgs& args);
+
+  // ---- attributes ----
+  Result<proto::AttrReply> Getattr(const Cred& cred, uint64_t ino);
+  // req.cred is set from `cred`; req.valid says what changes (proto::SetattrValid).
+  Result<proto::AttrReply> Setattr(const Cred& cred, proto::SetattrRequest req);
+  Result<proto::StatfsReply> Statfs(const Cred& cred);
+  // size 0 asks for the size only (XattrReply.size).
+  Result<proto::XattrReply> Getxattr(const Cred& cred, uint64_t ino, std::string_view name,
+                                     uint32_t size);
+  Result<proto::XattrReply> Listxattr(const Cred& cred, uint64_t ino, uint32_t size);
+  Status Setxattr(const Cred& cred, uint64_t ino, std::string_view name,
+                  std::string_view value, uint32_t flags);
+  Status Removexattr(const Cred& cred, uint64_t ino, std::string_view name);
+
+  // ---- open files ----
+  Result<proto::OpenReply> Open(const Cred& cred, uint64_t ino, uint32_t flags);
+  // What a writer (or reader) reports when it flushes, syncs or closes (OP_MDS_CLOSE).
+  struct CloseArgs {
+    uint64_t ino = 0;
+    uint64_t handle = 0;      // non-zero: the MDS handle is closed too
+    bool wrote = false;       // new writes since the last report: size and mtime count
+    uint64_t size = 0;        // the end of the bytes the OSTs acknowledged
+    int64_t mtime_ns = 0;
+    int64_t atime_ns = 0;     // > 0: a relatime update for reads
+    bool sync = false;        // durable on the MDS before the reply
+  };
+  Result<proto::AttrReply> Close(const Cred& cred, const CloseArgs& args);
+  // fsync(2) of a directory: every change answered so far is durable.
+  Status Sync(const Cred& cred, uint64_t ino);
+
+  // ---- layouts ----
+  // The MDS instantiates the components covering [start, end) (through `handle`, opened for
+  // writing, or the caller's write permission) and returns the layout, which then covers it.
+  Result<proto::Layout> LayoutIntent(const Cred& cred, uint64_t ino, uint64_t handle,
+                                     uint64_t start, uint64_t end);
+  // The layout to write [offset, end) with: nullopt when `held` already has objects there;
+  // otherwise the MDS's after LayoutIntent. EFBIG past the end of the layout's last component.
+  Result<std::optional<proto::Layout>> LayoutForWrite(const Cred& cred, uint64_t ino,
+                                                      uint64_t handle,
+                                                      const proto::Layout& held,
+                                                      uint64_t offset, uint64_t end);
+  // A directory's default layout, or nullopt when it has none (it inherits).
+  Result<std::optional<proto::Layout>> GetDefaultLayout(const Cred& cred, uint64_t ino);
+  Status SetDefaultLayout(const Cred& cred, uint64_t ino, const proto::Layout& layout);
+  // lfs setstripe -d: the directory inherits again.
+  Status RemoveDefaultLayout(const Cred& cred, uint64_t ino);
+
+  // lfs migrate and swap_layouts, one step (BEGIN, COMMIT, ABORT, SWAP); req.cred is set
+  // from `cred`.
+  Result<proto::MigrateReply> Migrate(const Cred& cred, proto::MigrateRequest req);
+
+  // ---- identifiers ----
+  Result<proto::Fid2PathReply> Fid2Path(const Cred& cred, uint64_t ino);
+
+ private:
+  Client* const client_;
+};
+
+// Whether reading [offset, end) with `held` may need a newer layout: a component in the
+// range has no objects here, and another client may have instantiated it since.
+bool ReadNeedsNewerLayout(const proto::Layout* held, uint64_t offset, uint64_t end);
+
+}  // namespace stria::client
