@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "client/metadata.h"
 #include "lnet/nid.h"
 
 namespace {
@@ -36,14 +37,12 @@ double Seconds(Clock::time_point t0) {
 
 stria::Status Create(Client& c, uint64_t parent, const std::string& name, uint32_t mode,
                      uint64_t* ino = nullptr) {
-  stria::proto::CreateRequest req;
-  *req.mutable_cred() = stria::client::ProcessCredentials();
-  req.set_parent(parent);
-  req.set_name(name);
-  req.set_mode(mode);
-  req.set_exclusive(true);
-  stria::proto::EntryReply rep;
-  STRIA_RETURN_IF_ERROR(c.MdsCall(stria::proto::OP_MDS_CREATE, req, &rep));
+  stria::client::Metadata::CreateArgs args;
+  args.parent = parent;
+  args.name = name;
+  args.mode = mode;
+  STRIA_ASSIGN_OR_RETURN(stria::proto::EntryReply rep,
+                         stria::client::Metadata(&c).Create(stria::client::ProcessCredentials(), args));
   if (ino != nullptr) *ino = rep.attr().ino();
   return stria::Status::Ok();
 }
