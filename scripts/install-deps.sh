@@ -15,6 +15,7 @@ PACKAGES=(
   libisal-dev libspdlog-dev libfmt-dev libcli11-dev
   fio iproute2 psmisc attr util-linux procps python3
   clang-14 libclang-rt-14-dev
+  libcivetweb-dev python3-prometheus-client
 )
 
 SUDO=()

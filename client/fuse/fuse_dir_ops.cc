@@ -13,7 +13,7 @@ constexpr uint32_t kReaddirPage = 512;  // entries per OP_MDS_READDIR
 
 Status StriaFs::FetchDirPage(fuse_req_t req, DirHandle* dh, bool plus) {
   proto::ReaddirRequest rr;
-  *rr.mutable_cred() = CredentialsOf(req, groups_);
+  *rr.mutable_cred() = Cred(req);
   rr.set_ino(dh->ino);
   rr.set_cookie(dh->cookie);
   rr.set_max_entries(kReaddirPage);
@@ -110,7 +110,7 @@ Status StriaFs::DoReaddir(fuse_req_t req, DirHandle* dh, size_t size, off_t offs
 
 Status StriaFs::DoFsyncdir(fuse_req_t req, uint64_t ino) {
   proto::SyncRequest sr;
-  *sr.mutable_cred() = CredentialsOf(req, groups_);
+  *sr.mutable_cred() = Cred(req);
   sr.set_ino(ino);
   proto::SyncReply rep;
   return client_->MdsCall(proto::OP_MDS_SYNC, sr, &rep);

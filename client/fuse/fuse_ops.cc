@@ -33,7 +33,20 @@ Status CheckName(const char* name) {
 
 }  // namespace
 
-StriaFs::StriaFs(Client* client, FsOptions options) : client_(client), options_(options) {}
+StriaFs::StriaFs(Client* client, FsOptions options)
+    : client_(client),
+      options_(options),
+      fsname_([client] {
+        auto cfg = client->GetConfig(false);
+        return cfg.ok() ? cfg->fsname() : std::string();
+      }()) {}
+
+proto::Credentials StriaFs::Cred(fuse_req_t req) {
+  proto::Credentials cred = CredentialsOf(req, groups_);
+  cred.set_jobid(jobids_.Get(static_cast<pid_t>(cred.pid()), cred.uid(),
+                             client_->tunables().jobid_var()));
+  return cred;
+}
 
 void StriaFs::Init(fuse_conn_info* conn) {
   conn->max_write = options_.max_write;
@@ -77,7 +90,7 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
                          fuse_entry_param* e) {
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::LookupRequest lr;
-  *lr.mutable_cred() = CredentialsOf(req, groups_);
+  *lr.mutable_cred() = Cred(req);
   lr.set_parent(parent);
   lr.set_name(name);
   proto::EntryReply rep;
@@ -88,8 +101,9 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
 }
 
 Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
+  LliteOp counted(&llite_, kLlGetattr);
   proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req, groups_);
+  *gr.mutable_cred() = Cred(req);
   gr.set_ino(ino);
   proto::AttrReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &rep));
@@ -126,8 +140,9 @@ Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layo
 
 Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
                           FileHandle* fh, struct stat* out) {
+  LliteOp counted(&llite_, kLlSetattr);
   proto::SetattrRequest sr;
-  *sr.mutable_cred() = CredentialsOf(req, groups_);
+  *sr.mutable_cred() = Cred(req);
   sr.set_ino(ino);
   uint32_t valid = 0;
   proto::Attr* a = sr.mutable_attr();
@@ -206,9 +221,13 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
 Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
                              uint32_t rdev, const char* symlink_target, fuse_entry_param* e,
                              proto::EntryReply* open_reply) {
+  LliteOp counted(&llite_, S_ISDIR(mode) ? kLlMkdir
+                           : S_ISLNK(mode) ? kLlSymlink
+                           : S_ISREG(mode) ? kLlCreate
+                                           : kLlMknod);
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::CreateRequest cr;
-  *cr.mutable_cred() = CredentialsOf(req, groups_);
+  *cr.mutable_cred() = Cred(req);
   cr.set_parent(parent);
   cr.set_name(name);
   cr.set_mode(mode);
@@ -225,9 +244,10 @@ Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, 
 
 Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const char* name,
                        fuse_entry_param* e) {
+  LliteOp counted(&llite_, kLlLink);
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::LinkRequest lr;
-  *lr.mutable_cred() = CredentialsOf(req, groups_);
+  *lr.mutable_cred() = Cred(req);
   lr.set_ino(ino);
   lr.set_new_parent(new_parent);
   lr.set_new_name(name);
@@ -238,9 +258,10 @@ Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const 
 }
 
 Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir) {
+  LliteOp counted(&llite_, is_dir ? kLlRmdir : kLlUnlink);
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::UnlinkRequest ur;
-  *ur.mutable_cred() = CredentialsOf(req, groups_);
+  *ur.mutable_cred() = Cred(req);
   ur.set_parent(parent);
   ur.set_name(name);
   ur.set_is_dir(is_dir);
@@ -250,13 +271,14 @@ Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool
 
 Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
                          uint64_t new_parent, const char* new_name, unsigned int flags) {
+  LliteOp counted(&llite_, kLlRename);
   STRIA_RETURN_IF_ERROR(CheckName(name));
   STRIA_RETURN_IF_ERROR(CheckName(new_name));
   if (flags & ~(RENAME_NOREPLACE | RENAME_EXCHANGE)) {
     return Status(Code::kInval, "unsupported rename flags");
   }
   proto::RenameRequest rr;
-  *rr.mutable_cred() = CredentialsOf(req, groups_);
+  *rr.mutable_cred() = Cred(req);
   rr.set_old_parent(parent);
   rr.set_old_name(name);
   rr.set_new_parent(new_parent);
@@ -268,7 +290,7 @@ Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
 
 Status StriaFs::DoReadlink(fuse_req_t req, uint64_t ino, std::string* target) {
   proto::ReadlinkRequest rr;
-  *rr.mutable_cred() = CredentialsOf(req, groups_);
+  *rr.mutable_cred() = Cred(req);
   rr.set_ino(ino);
   proto::ReadlinkReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_READLINK, rr, &rep));
@@ -277,8 +299,9 @@ Status StriaFs::DoReadlink(fuse_req_t req, uint64_t ino, std::string* target) {
 }
 
 Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
+  LliteOp counted(&llite_, kLlStatfs);
   proto::StatfsRequest sr;
-  *sr.mutable_cred() = CredentialsOf(req, groups_);
+  *sr.mutable_cred() = Cred(req);
   proto::StatfsReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_STATFS, sr, &rep));
   std::memset(out, 0, sizeof(*out));
@@ -296,7 +319,7 @@ Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
 
 Result<std::string> StriaFs::GetLov(fuse_req_t req, uint64_t ino) {
   proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req, groups_);
+  *gr.mutable_cred() = Cred(req);
   gr.set_ino(ino);
   proto::AttrReply attr;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &attr));
@@ -314,7 +337,7 @@ Result<std::string> StriaFs::GetLov(fuse_req_t req, uint64_t ino) {
 Status StriaFs::SetLov(fuse_req_t req, uint64_t ino, std::string_view value) {
   STRIA_ASSIGN_OR_RETURN(proto::Layout layout, UnpackLov(value));
   proto::GetattrRequest gr;
-  *gr.mutable_cred() = CredentialsOf(req, groups_);
+  *gr.mutable_cred() = Cred(req);
   gr.set_ino(ino);
   proto::AttrReply attr;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, gr, &attr));
@@ -332,9 +355,16 @@ Status StriaFs::SetLov(fuse_req_t req, uint64_t ino, std::string_view value) {
 Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const char* value,
                            size_t size, int flags) {
   if (name == kCapabilityXattr) return Status(Code::kNotSup, "file capabilities unsupported");
+  const std::string_view xname(name);
+  if (ino == FUSE_ROOT_ID && xname.starts_with(kLctlXattrPrefix)) {
+    const std::string_view rest = xname.substr(kLctlXattrPrefix.size());
+    if (!rest.starts_with("set.")) return Status(Code::kNotSup, "use user.stria.lctl.set.NAME");
+    return SetLocalParam(req, rest.substr(4), std::string_view(value, size));
+  }
+  LliteOp counted(&llite_, kLlSetxattr);
   if (IsLovXattrName(name)) return SetLov(req, ino, std::string_view(value, size));
   proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req, groups_);
+  *xr.mutable_cred() = Cred(req);
   xr.set_ino(ino);
   xr.set_name(name);
   xr.set_value(std::string(value, size));
@@ -346,6 +376,22 @@ Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const
 Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_t size,
                            std::string* value, size_t* full_size) {
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
+  const std::string_view xname(name);
+  if (ino == FUSE_ROOT_ID && xname.starts_with(kLctlXattrPrefix)) {
+    const std::string_view rest = xname.substr(kLctlXattrPrefix.size());
+    const bool list = rest.starts_with("list.");
+    if (!list && !rest.starts_with("get.")) return Status(Code::kNoData, "no such attribute");
+    std::string text = GetLocalParams(rest.substr(list ? 5 : 4), list);
+    if (size == 0) {
+      *full_size = text.size();
+    } else if (text.size() > size) {
+      return Status(Code::kRange, "attribute value larger than the buffer");
+    } else {
+      *value = std::move(text);
+    }
+    return Status::Ok();
+  }
+  LliteOp counted(&llite_, kLlGetxattr);
   if (IsLovXattrName(name)) {
     STRIA_ASSIGN_OR_RETURN(std::string lov, GetLov(req, ino));
     if (size == 0) {
@@ -358,7 +404,7 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
     return Status::Ok();
   }
   proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req, groups_);
+  *xr.mutable_cred() = Cred(req);
   xr.set_ino(ino);
   xr.set_name(name);
   xr.set_size(static_cast<uint32_t>(size));
@@ -378,8 +424,9 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
 
 Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::string* names,
                             size_t* full_size) {
+  LliteOp counted(&llite_, kLlListxattr);
   proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req, groups_);
+  *xr.mutable_cred() = Cred(req);
   xr.set_ino(ino);
   xr.set_size(static_cast<uint32_t>(size));
   proto::XattrReply rep;
@@ -395,9 +442,10 @@ Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::stri
 }
 
 Status StriaFs::DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name) {
+  LliteOp counted(&llite_, kLlRemovexattr);
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
   proto::XattrRequest xr;
-  *xr.mutable_cred() = CredentialsOf(req, groups_);
+  *xr.mutable_cred() = Cred(req);
   xr.set_ino(ino);
   xr.set_name(name);
   proto::XattrReply rep;
@@ -405,7 +453,7 @@ Status StriaFs::DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name) {
 }
 
 Status StriaFs::DoAccess(fuse_req_t req, uint64_t ino, int mask) {
-  const proto::Credentials cred = CredentialsOf(req, groups_);
+  const proto::Credentials cred = Cred(req);
   proto::GetattrRequest gr;
   *gr.mutable_cred() = cred;
   gr.set_ino(ino);
