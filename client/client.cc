@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "client/client.h"
+#include "client/jobid.h"
 #include "client/internal/thread_pool.h"
 #include "client/striped_io.h"
 #include "common/log.h"
@@ -95,6 +96,7 @@ class ClientImpl final : public Client, private OstTransport {
     }
     config_cache_ = cfg;
     have_config_ = true;
+    tunables_.Apply(std::map<std::string, std::string>(cfg.params().begin(), cfg.params().end()));
     last_refresh_ = Clock::now();
     return cfg;
   }
@@ -155,6 +157,17 @@ class ClientImpl final : public Client, private OstTransport {
     return io_.GlimpseSize(layout);
   }
 
+  ClientTunables& tunables() override { return tunables_; }
+
+  std::map<uint32_t, OscStats*> OscStatsByOst() override {
+    std::lock_guard lock(mu_);
+    std::map<uint32_t, OscStats*> out;
+    for (auto& [idx, peer] : osts_) out[idx] = peer.stats.get();
+    return out;
+  }
+
+  std::string instance() const override { return config_.rpc.client_uuid.substr(0, 8); }
+
   Result<std::vector<proto::OstStatfsReply>> OstStatfs() override {
     STRIA_ASSIGN_OR_RETURN(proto::FsConfig cfg, GetConfig(false));
     std::vector<uint32_t> idxs;
@@ -187,6 +200,47 @@ class ClientImpl final : public Client, private OstTransport {
   struct OstPeer {
     std::string nid;                       // as registered with the MGS
     std::unique_ptr<lnet::RpcClient> rpc;  // created on first use
+    // Never replaced, so the pointers OstCallRaw takes stay valid (entries are never erased).
+    std::unique_ptr<OscStats> stats = std::make_unique<OscStats>();
+    std::unique_ptr<InflightGate> gate = std::make_unique<InflightGate>();
+  };
+
+  // Counts a bulk RPC in (rpc_stats, max_rpcs_in_flight) and out again.
+  class BulkRpc {
+   public:
+    BulkRpc(ClientImpl* c, uint32_t ost_idx, uint16_t opcode, const lnet::CallBulk& bulk) {
+      if (opcode != proto::OP_OST_READ && opcode != proto::OP_OST_WRITE) return;
+      {
+        std::lock_guard lock(c->mu_);
+        OstPeer& peer = c->osts_[ost_idx];
+        stats_ = peer.stats.get();
+        gate_ = peer.gate.get();
+      }
+      write_ = opcode == proto::OP_OST_WRITE;
+      uint64_t bytes = 0;
+      if (write_) {
+        for (const iovec& v : bulk.out) bytes += v.iov_len;
+      } else {
+        bytes = bulk.in.size();
+      }
+      gate_->Enter(static_cast<int>(c->tunables_.Get("max_rpcs_in_flight")));
+      const uint64_t pages = (bytes + kOscPageSize - 1) / kOscPageSize;
+      auto& in_flight = write_ ? stats_->writes_in_flight : stats_->reads_in_flight;
+      const int n = in_flight.fetch_add(1, std::memory_order_relaxed) + 1;
+      (write_ ? stats_->write_pages : stats_->read_pages).TallyLog2(pages);
+      (write_ ? stats_->write_rif : stats_->read_rif).Tally(static_cast<uint64_t>(n));
+    }
+    ~BulkRpc() {
+      if (gate_ == nullptr) return;
+      (write_ ? stats_->writes_in_flight : stats_->reads_in_flight)
+          .fetch_sub(1, std::memory_order_relaxed);
+      gate_->Leave();
+    }
+
+   private:
+    OscStats* stats_ = nullptr;
+    InflightGate* gate_ = nullptr;
+    bool write_ = false;
   };
 
   // REQUIRES: mu_ held. The peer's RpcClient (created now if needed), or null if unknown.
@@ -212,7 +266,10 @@ class ClientImpl final : public Client, private OstTransport {
   // table is refreshed from the MGS, since a restarted OSS may listen on a new port, and the
   // call is resent until rpc.retry_deadline_ms has passed.
   Status OstCallRaw(uint32_t ost_idx, uint16_t opcode, std::string_view request,
-                    std::string* reply, const lnet::CallBulk& bulk) override {
+                    std::string* reply, const lnet::CallBulk& in_bulk) override {
+    BulkRpc counted(this, ost_idx, opcode, in_bulk);
+    lnet::CallBulk bulk = in_bulk;
+    bulk.checksum = tunables_.Get("checksums") != 0;
     const auto deadline = Clock::now() + std::chrono::milliseconds(config_.rpc.retry_deadline_ms);
     for (int attempt = 0;; ++attempt) {
       auto rpc = Ost(ost_idx);
@@ -256,6 +313,7 @@ class ClientImpl final : public Client, private OstTransport {
   std::unordered_map<uint32_t, OstPeer> osts_;         // guarded by mu_
   std::vector<std::unique_ptr<lnet::RpcClient>> retired_;  // guarded by mu_
 
+  ClientTunables tunables_;
   internal::ThreadPool pool_;
   StripedIo io_;
 };
@@ -338,6 +396,7 @@ proto::Credentials ProcessCredentials() {
   cred.set_uid(geteuid());
   cred.set_gid(getegid());
   cred.set_pid(static_cast<uint32_t>(getpid()));
+  cred.set_jobid(ProcessJobId());
   const int n = getgroups(0, nullptr);
   if (n > 0) {
     std::vector<gid_t> groups(n);

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,6 +21,7 @@
 #include "common/status.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_client.h"
+#include "client/osc_stats.h"
 #include "proto/stria.pb.h"
 
 namespace stria::client {
@@ -90,6 +92,16 @@ class Client {
 
   // Per-OST usage (lfs df), in OST index order; an unreachable OST is skipped.
   virtual Result<std::vector<proto::OstStatfsReply>> OstStatfs() = 0;
+
+  // ---- statistics and tunables (client/osc_stats.h) ----
+
+  // This client's tunables: applied from the MGS's params at every configuration fetch.
+  virtual ClientTunables& tunables() = 0;
+  // The rpc_stats of every OST this client has talked to, by OST index.
+  virtual std::map<uint32_t, OscStats*> OscStatsByOst() = 0;
+  // This client's instance in osc and llite parameter names (Lustre's "ffff8881..."): the
+  // first 8 hex digits of its uuid.
+  virtual std::string instance() const = 0;
 };
 
 // Credentials of the calling process (its uid, gid and supplementary groups).

@@ -84,14 +84,24 @@ Status ClientSession::KeepaliveOnce() {
   // Never block longer than a period: the next keepalive (or Stop) comes then.
   STRIA_RETURN_IF_ERROR(client_->MdsCallRaw(proto::OP_MDS_KEEPALIVE, body, &reply, period_ms));
   if (!rep.ParseFromString(reply)) return Status(Code::kProtocol, "bad keepalive reply");
-  bool restarted = false;
+  bool restarted = false, reconfigure = false;
   {
     std::lock_guard lock(mu_);
     restarted = instance_ != 0 && rep.instance() != instance_;
     instance_ = rep.instance();
+    // A param, OST or pool change on the MGS: fetch the config, which applies the tunables.
+    reconfigure = rep.config_generation() != 0 && rep.config_generation() != config_gen_;
+    config_gen_ = rep.config_generation();
     period_ms_ = std::clamp<int>(static_cast<int>(rep.lease_ms() / 4), 100, 15'000);
   }
   if (restarted) Replay();
+  if (reconfigure) {
+    if (auto cfg = client_->GetConfig(/*refresh=*/true); !cfg.ok()) {
+      LOG_WARN("config refresh after a change on the MGS: {}", cfg.status().ToString());
+      std::lock_guard lock(mu_);
+      config_gen_ = 0;  // try again at the next keepalive
+    }
+  }
   return Status::Ok();
 }
 

@@ -58,6 +58,7 @@ class ClientSession {
   LockTable locks_;                        // GUARDED_BY(mu_): owner.client is ""
   std::map<uint64_t, uint64_t> handles_;   // GUARDED_BY(mu_): handle -> ino
   uint64_t instance_ = 0;                  // GUARDED_BY(mu_): 0 until the first keepalive
+  uint64_t config_gen_ = 0;                // GUARDED_BY(mu_): the MGS's, at the last look
   int period_ms_ = 1000;                   // GUARDED_BY(mu_)
   bool stop_ = false;                      // GUARDED_BY(mu_)
   std::condition_variable cv_;

@@ -1,5 +1,7 @@
 #include "client/striped_io.h"
 
+#include "client/jobid.h"
+
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -165,6 +167,7 @@ Result<std::vector<StripedIo::PlannedIo>> StripedIo::Plan(const proto::Layout& l
 
 Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
                                uint64_t offset, std::span<uint8_t> buf, bool* missing_object) {
+  const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   std::atomic<bool> missing{false};
   if (buf.empty() || offset >= file_size) return size_t{0};
   const uint64_t len = std::min<uint64_t>(buf.size(), file_size - offset);
@@ -191,6 +194,7 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
       return Status::Ok();
     }
     proto::OstIoRequest req;
+    req.set_jobid(job);
     *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
     req.set_offset(io.obj_offset);
     req.set_length(io.length);
@@ -218,6 +222,7 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
 
 Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
                         std::span<const uint8_t> data, bool sync) {
+  const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   if (data.empty()) return Status::Ok();
   if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
     return Status(Code::kFBig, "write past the maximum file size");
@@ -245,6 +250,7 @@ Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
       return Status::Ok();
     }
     proto::OstIoRequest req;
+    req.set_jobid(job);
     *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
     req.set_offset(io.obj_offset);
     req.set_length(io.length);
@@ -271,11 +277,13 @@ Result<std::vector<StripedIo::StripeRef>> StripedIo::Stripes(const proto::Layout
 }
 
 Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size) {
+  const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   if (size > kMaxFileSize) return Status(Code::kFBig, "size past the maximum file size");
   STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
   return internal::ParallelFor(pool_, stripes.size(), [&](size_t i) -> Status {
     const StripeRef& r = stripes[i];
     proto::OstTruncateRequest req;
+    req.set_jobid(job);
     *req.mutable_object() = ObjectOf(*r.extent.plain, r.stripe);
     // A component keeps no byte at or past the new size: none at all when the size is at or
     // before its start (its objects' low offsets belong to earlier components' bytes).
@@ -288,6 +296,7 @@ Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size) {
 }
 
 Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end) {
+  const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   // The Data-on-MDT part: zeros written over it (at most the DoM component, small).
   if (const uint64_t dom_end = DomEnd(layout); offset < dom_end) {
     const std::vector<uint8_t> zeros(std::min(end, dom_end) - offset, 0);
@@ -305,6 +314,7 @@ Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uin
     const uint64_t obj_to = ObjectSizeForFileSize(r.geometry, r.stripe, to);
     if (obj_to <= obj_from) return Status::Ok();
     proto::OstPunchRequest req;
+    req.set_jobid(job);
     *req.mutable_object() = ObjectOf(*r.extent.plain, r.stripe);
     req.set_offset(obj_from);
     req.set_length(obj_to - obj_from);
@@ -314,6 +324,7 @@ Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uin
 }
 
 Status StripedIo::SyncObjects(const proto::Layout& layout) {
+  const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   if (DomEnd(layout) > 0) {
     // The Data-on-MDT bytes are in the MDS's WAL: syncing it makes them durable.
     proto::SyncRequest req;
@@ -324,6 +335,7 @@ Status StripedIo::SyncObjects(const proto::Layout& layout) {
   std::map<uint32_t, proto::OstSyncRequest> per_ost;
   for (const proto::StripeObject* o : AllObjects(layout)) {
     proto::OstSyncRequest& req = per_ost[o->ost_idx()];
+    req.set_jobid(job);
     req.set_ost_idx(o->ost_idx());
     proto::ObjectId* id = req.add_objects();
     id->set_ost_idx(o->ost_idx());

@@ -65,7 +65,7 @@ Result<FrameHeader> DecodeHeader(const uint8_t* in, const FrameLimits& limits) {
                                        " bytes exceeds the limit of " +
                                        std::to_string(limits.max_bulk));
   }
-  if (h.bulk_len > 0 && !(h.flags & kFlagBulkCrc)) {
+  if (h.bulk_len > 0 && !(h.flags & (kFlagBulkCrc | kFlagBulkNoCrc))) {
     return Status(Code::kProtocol, "frame bulk without a checksum");
   }
   return h;

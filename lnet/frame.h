@@ -23,7 +23,10 @@ inline constexpr size_t kFrameHeaderSize = 48;
 
 inline constexpr uint32_t kFlagReply = 1u << 0;
 inline constexpr uint32_t kFlagBulkCrc = 1u << 1;  // bulk_crc is set and must be verified
-inline constexpr uint32_t kKnownFlags = kFlagReply | kFlagBulkCrc;
+// The sender chose to send the bulk without a crc (osc.*.checksums=0): a bulk needs one of
+// kFlagBulkCrc or this flag, so a bulk is never unchecked by accident.
+inline constexpr uint32_t kFlagBulkNoCrc = 1u << 2;
+inline constexpr uint32_t kKnownFlags = kFlagReply | kFlagBulkCrc | kFlagBulkNoCrc;
 
 struct FrameHeader {
   uint16_t version = kWireVersion;

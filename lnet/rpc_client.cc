@@ -44,11 +44,13 @@ FrameHeader RequestHeader(const ExchangeArgs& a) {
   for (const iovec& v : a.bulk->out) {
     if (v.iov_len == 0) continue;
     h.bulk_len += v.iov_len;
-    crc = Crc32c(v.iov_base, v.iov_len, crc);
+    if (a.bulk->checksum) crc = Crc32c(v.iov_base, v.iov_len, crc);
   }
-  if (h.bulk_len) {
+  if (h.bulk_len && a.bulk->checksum) {
     h.flags |= kFlagBulkCrc;
     h.bulk_crc = crc;
+  } else if (h.bulk_len) {
+    h.flags |= kFlagBulkNoCrc;
   }
   return h;
 }
@@ -67,7 +69,8 @@ Attempt CheckReplyHeader(const FrameHeader& rh, const ExchangeArgs& a) {
 }
 
 Attempt FinishReply(const FrameHeader& rh, const ExchangeArgs& a) {
-  if (rh.bulk_len && Crc32c(a.bulk->in.data(), rh.bulk_len) != rh.bulk_crc) {
+  if (rh.bulk_len && a.bulk->checksum && (rh.flags & kFlagBulkCrc) &&
+      Crc32c(a.bulk->in.data(), rh.bulk_len) != rh.bulk_crc) {
     LOG_WARN("{}: reply bulk checksum mismatch (xid {}); resending", a.peer->ToString(), a.xid);
     return {Status(Code::kChecksum, "reply bulk checksum mismatch"), true};
   }

@@ -45,6 +45,9 @@ struct CallBulk {
   std::span<const iovec> out;         // request bulk, gathered from these
   std::span<uint8_t> in;              // reply bulk lands here (at most in.size() bytes)
   size_t* in_len = nullptr;           // set to the reply's bulk length
+  // false: the request bulk goes without a crc32c and the reply bulk's is not verified
+  // (osc.*.checksums=0, as Lustre's); the frame header and body are checksummed always.
+  bool checksum = true;
 };
 
 class RpcClient {

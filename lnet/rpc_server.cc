@@ -123,6 +123,10 @@ class RpcServer::Impl : public RequestHandler {
   }
 
   uint16_t port() const { return port_; }
+  RpcServer::Load load() const {
+    return {active_.load(std::memory_order_relaxed), requests_.load(std::memory_order_relaxed),
+            options_.worker_threads};
+  }
 
   void Stop() {
     if (!running_.exchange(false)) return;
@@ -329,7 +333,11 @@ class RpcServer::Impl : public RequestHandler {
                        std::span<const uint8_t> bulk, RpcContext* ctx,
                        std::string* reply) override {
     s.requests.fetch_add(1, std::memory_order_relaxed);
-    if (h.bulk_len > 0 && Crc32c(bulk.data(), bulk.size()) != h.bulk_crc) {
+    requests_.fetch_add(1, std::memory_order_relaxed);
+    // A request whose bulk the client sent without a checksum (osc.*.checksums=0) has no
+    // kFlagBulkCrc; the header itself is always checksummed, so the flag is trustworthy.
+    if (h.bulk_len > 0 && (h.flags & kFlagBulkCrc) &&
+        Crc32c(bulk.data(), bulk.size()) != h.bulk_crc) {
       Status st(Code::kChecksum, "request bulk checksum mismatch from " + s.peer);
       LOG_WARN("{}: {}", options_.name, st.message());
       return st;
@@ -339,7 +347,9 @@ class RpcServer::Impl : public RequestHandler {
     ctx->xid = h.xid;
     ctx->opcode = h.opcode;
     ctx->bulk_in = bulk;
+    active_.fetch_add(1, std::memory_order_relaxed);
     Status st = Dispatch(s, h, body, *ctx, reply);
+    active_.fetch_sub(1, std::memory_order_relaxed);
     s.bulk_bytes.fetch_add(bulk.size() + (st.ok() ? ctx->bulk_out.size() : 0),
                            std::memory_order_relaxed);
     return st;
@@ -468,6 +478,8 @@ class RpcServer::Impl : public RequestHandler {
   int wake_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> running_{false};
+  std::atomic<int64_t> active_{0};     // handlers running now (RpcServer::Load)
+  std::atomic<uint64_t> requests_{0};  // requests received since start
   std::atomic<int64_t> last_sweep_{0};  // steady-clock ticks of the last stall sweep
   std::vector<std::thread> workers_;
 
@@ -483,6 +495,8 @@ void RpcServer::RegisterRaw(uint16_t opcode, RawHandler handler) {
 }
 Status RpcServer::Start(const Nid& listen) { return impl_->Start(listen); }
 uint16_t RpcServer::port() const { return impl_->port(); }
+
+RpcServer::Load RpcServer::load() const { return impl_->load(); }
 void RpcServer::Stop() { impl_->Stop(); }
 
 }  // namespace stria::lnet

@@ -100,6 +100,15 @@ class RpcServer {
   // The bound port (after Start).
   uint16_t port() const;
 
+  // How busy the server is, for /metrics: handlers running now (at most worker_threads;
+  // requests beyond wait in their sockets), and requests received since Start.
+  struct Load {
+    int64_t active = 0;
+    uint64_t requests = 0;
+    int workers = 0;
+  };
+  Load load() const;
+
   // Stops accepting, closes every connection, waits for handlers in flight. Idempotent.
   void Stop();
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/metrics_server.h"
 #include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_server.h"
@@ -69,6 +70,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string lnet_fallback;
   bool o2ib_poll = false;
+  std::string metrics_addr, metrics_port_file;
+  app.add_option("--metrics-addr", metrics_addr,
+                 "serve Prometheus /metrics on HOST:PORT (port 0: any free port); off by default");
+  app.add_option("--metrics-port-file", metrics_port_file, "write the bound /metrics port here");
   app.add_option("--lnet-fallback", lnet_fallback,
                  "tcp: carry o2ib NIDs over TCP where this host has no RDMA device "
                  "(default none: such a NID is an error)")
@@ -155,10 +160,33 @@ int main(int argc, char** argv) {
   }
   queue.Start();
   sessions.Start();
+  stria::MetricsServer metrics;
+  if (!metrics_addr.empty()) {
+    st = metrics.Start(metrics_addr, [&service, &server] {
+      stria::PromText page;
+      service.AddMetrics(&page);
+      const stria::lnet::RpcServer::Load load = server.load();
+      page.Add("stria_rpc_active_requests", "gauge",
+               "requests being handled now (at most the worker threads)", {{"service", "mds"}},
+               static_cast<double>(load.active));
+      page.Add("stria_rpc_workers", "gauge", "RPC worker threads", {{"service", "mds"}},
+               load.workers);
+      page.Add("stria_rpc_requests_total", "counter", "requests received", {{"service", "mds"}},
+               static_cast<double>(load.requests));
+      return page.str();
+    });
+    if (!st.ok() || (!metrics_port_file.empty() && !WritePortFile(metrics_port_file, metrics.port()))) {
+      fprintf(stderr, "stria-mds: --metrics-addr %s: %s\n", metrics_addr.c_str(),
+              st.ok() ? "cannot write the port file" : st.ToString().c_str());
+      server.Stop();
+      return 1;
+    }
+  }
 
   int sig = 0;
   sigwait(&sigs, &sig);
   LOG_INFO("signal {}: stopping", sig);
+  metrics.Stop();
   server.Stop();
   sessions.Stop();
   queue.Stop();

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "common/log.h"
+#include "lnet/stats_service.h"
 #include "mds/ops/ops.h"
 #include "mds/reply_journal.h"
 
@@ -39,11 +40,20 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
   const bool lazy = options_.commit_interval_ms > 0 && op >= proto::OP_MDS_LOOKUP;
   const MdsServiceOptions options = options_;
   ClientSessions* sessions = sessions_;
+  std::shared_ptr<MdStats> md = stats_;
   server->Register<Req, Rep>(
       static_cast<uint16_t>(op),
-      [ns, queue, fn, op, journaled, lazy, options, sessions](lnet::RpcContext& ctx,
-                                                        const Req& wire_req,
-                                                        Rep* rep) -> Status {
+      [ns, queue, fn, op, journaled, lazy, options, sessions, md](lnet::RpcContext& ctx,
+                                                            const Req& wire_req,
+                                                            Rep* rep) -> Status {
+        const auto t0 = std::chrono::steady_clock::now();
+        struct Counted {  // counts the request however the handler returns
+          MdStats* md;
+          proto::Opcode op;
+          const Req& req;
+          std::chrono::steady_clock::time_point t0;
+          ~Counted() { CountMdRequest(md, op, req, UsecsSince(t0)); }
+        } counted{md.get(), op, wire_req, t0};
         if (sessions) sessions->Touch(ctx.client_uuid);
         Req storage;
         const Req& req = Squashed(wire_req, options, &storage);
@@ -113,9 +123,10 @@ void MdsService::RegisterSessionOps(lnet::RpcServer* server) {
       });
   server->Register<KeepaliveRequest, KeepaliveReply>(
       OP_MDS_KEEPALIVE,
-      [sessions](lnet::RpcContext& ctx, const KeepaliveRequest&, KeepaliveReply* rep) {
+      [sessions, ns](lnet::RpcContext& ctx, const KeepaliveRequest&, KeepaliveReply* rep) {
         sessions->Touch(ctx.client_uuid);
         sessions->FillKeepalive(rep);
+        rep->set_config_generation(ns->ConfigGeneration());
         return Status::Ok();
       });
   server->Register<ReopenRequest, ReopenReply>(
@@ -129,6 +140,13 @@ void MdsService::RegisterSessionOps(lnet::RpcServer* server) {
 
 void MdsService::Register(lnet::RpcServer* server) {
   if (sessions_) RegisterSessionOps(server);
+  const std::string mdt = "mdt." + ns_->fsname() + "-MDT0000";
+  MdStats* md = stats_.get();
+  registry_->Add(mdt + ".md_stats", [md] { return md->stats.Format(); },
+                 [md] { md->stats.Clear(); });
+  registry_->Add(mdt + ".job_stats", [md] { return md->jobs.Format(); },
+                 [md] { md->jobs.Clear(); });
+  lnet::RegisterStatsService(server, registry_.get());
   using namespace proto;  // NOLINT: opcode and message names
   Add(server, OP_MGS_REGISTER_OST, &RegisterOst);
   Add(server, OP_MGS_GET_CONFIG, &GetConfig);
@@ -165,18 +183,54 @@ void MdsService::RegisterDomOps(lnet::RpcServer* server) {
   using namespace proto;  // NOLINT: opcode and message names
   Namespace* ns = ns_;
   ClientSessions* sessions = sessions_;
+  std::shared_ptr<MdStats> md = stats_;
   server->Register<DomIoRequest, DomIoReply>(
       OP_MDS_DOM_READ,
-      [ns, sessions](lnet::RpcContext& ctx, const DomIoRequest& req, DomIoReply* rep) {
+      [ns, sessions, md](lnet::RpcContext& ctx, const DomIoRequest& req, DomIoReply* rep) {
+        const auto t0 = std::chrono::steady_clock::now();
         if (sessions) sessions->Touch(ctx.client_uuid);
-        return DomRead(*ns, req, &ctx.bulk_out, rep);
+        Status st = DomRead(*ns, req, &ctx.bulk_out, rep);
+        md->Count("", kMdRead, UsecsSince(t0));
+        if (st.ok()) md->Count("", kMdReadBytes, ctx.bulk_out.size());
+        return st;
       });
   server->Register<DomIoRequest, DomIoReply>(
       OP_MDS_DOM_WRITE,
-      [ns, sessions](lnet::RpcContext& ctx, const DomIoRequest& req, DomIoReply* rep) {
+      [ns, sessions, md](lnet::RpcContext& ctx, const DomIoRequest& req, DomIoReply* rep) {
+        const auto t0 = std::chrono::steady_clock::now();
         if (sessions) sessions->Touch(ctx.client_uuid);
-        return DomWrite(*ns, req, ctx.bulk_in, rep);
+        Status st = DomWrite(*ns, req, ctx.bulk_in, rep);
+        md->Count("", kMdWrite, UsecsSince(t0));
+        if (st.ok()) md->Count("", kMdWriteBytes, ctx.bulk_in.size());
+        return st;
       });
+}
+
+}  // namespace stria::mds
+
+namespace stria::mds {
+
+void MdsService::AddMetrics(PromText* page) const {
+  const std::string fs = ns_->fsname();
+  const PromLabels mdt = {{"fs", fs}, {"mdt", "MDT0000"}};
+  page->AddStats("stria_mdt", stats_->stats, mdt);
+  stats_->jobs.ForEach([&](const std::string& job, const StatsSet& set) {
+    PromLabels l = mdt;
+    l.emplace_back("job", job);
+    page->AddStats("stria_mdt_job", set, l);
+  });
+  // The OSTs as the MGS knows them: their space at their last heartbeat.
+  for (const proto::OstInfo& o : ns_->OstTable()) {
+    char ost[16];
+    std::snprintf(ost, sizeof(ost), "OST%04x", o.index());
+    page->Add("stria_mgs_ost_space_bytes", "gauge",
+              "OST space at its last registration with the MGS (bytes)",
+              {{"fs", fs}, {"ost", ost}, {"kind", "total"}}, static_cast<double>(o.bytes_total()));
+    page->Add("stria_mgs_ost_space_bytes", "gauge", "", {{"fs", fs}, {"ost", ost}, {"kind", "free"}},
+              static_cast<double>(o.bytes_free()));
+    page->Add("stria_mgs_ost_active", "gauge", "1 when the OST is registered and active",
+              {{"fs", fs}, {"ost", ost}}, o.active() ? 1 : 0);
+  }
 }
 
 }  // namespace stria::mds

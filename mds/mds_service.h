@@ -13,6 +13,12 @@
 // thread-safe.
 #pragma once
 
+#include <memory>
+
+#include "common/prom_text.h"
+#include "common/stats_registry.h"
+#include "mds/md_stats.h"
+
 #include <cstdint>
 #include <vector>
 
@@ -48,6 +54,11 @@ class MdsService {
 
   void Register(lnet::RpcServer* server);
 
+  // mdt.FS-MDT0000.md_stats and job_stats (mds/md_stats.h), served by OP_STATS_GET.
+  StatsRegistry& registry() { return *registry_; }
+  // The MDT's counters, job counters, inode count and the OST table's space, for /metrics.
+  void AddMetrics(PromText* page) const;
+
   // The opcodes whose replies must not be recomputed on a resend.
   static std::vector<uint16_t> ReplyCacheOpcodes();
 
@@ -64,6 +75,9 @@ class MdsService {
   DestroyQueue* queue_;
   MdsServiceOptions options_;
   ClientSessions* sessions_;
+  // Shared with the handlers, which may outlive a moved-from service object.
+  std::shared_ptr<MdStats> stats_ = std::make_shared<MdStats>();
+  std::shared_ptr<StatsRegistry> registry_ = std::make_shared<StatsRegistry>();
 };
 
 }  // namespace stria::mds

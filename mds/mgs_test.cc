@@ -59,14 +59,26 @@ TEST(MgsTest, ConfigAndParams) {
   MdsFixture f;
   f.AddOsts(3);
   proto::SetParamRequest sp;
-  sp.set_name("osc.max_rpcs_in_flight");
+  sp.set_name("osc.*.max_rpcs_in_flight");
   sp.set_value("16");
   proto::SetParamReply spr;
   ASSERT_TRUE(SetParam(f.ns(), sp, &spr).ok());
-  sp.set_name("llite.max_read_ahead_mb");
+  sp.set_name("llite.*.max_read_ahead_mb");
   sp.set_value("64");
   ASSERT_TRUE(SetParam(f.ns(), sp, &spr).ok());
   sp.set_name("bad name!");
+  EXPECT_EQ(SetParam(f.ns(), sp, &spr).code(), Code::kInval);
+  // Unknown names and out-of-range values are refused, never stored.
+  sp.set_name("osc.*.no_such_tunable");
+  sp.set_value("1");
+  EXPECT_EQ(SetParam(f.ns(), sp, &spr).code(), Code::kInval);
+  sp.set_name("osc.*.max_rpcs_in_flight");
+  sp.set_value("0");
+  EXPECT_EQ(SetParam(f.ns(), sp, &spr).code(), Code::kInval);
+  sp.set_value("257");
+  EXPECT_EQ(SetParam(f.ns(), sp, &spr).code(), Code::kInval);
+  sp.set_name("jobid_var");
+  sp.set_value("NOT A NAME");
   EXPECT_EQ(SetParam(f.ns(), sp, &spr).code(), Code::kInval);
 
   proto::FsConfig cfg;
@@ -74,7 +86,7 @@ TEST(MgsTest, ConfigAndParams) {
   EXPECT_EQ(cfg.fsname(), "testfs");
   EXPECT_EQ(cfg.osts_size(), 3);
   EXPECT_EQ(cfg.params().size(), 2u);
-  EXPECT_EQ(cfg.params().at("osc.max_rpcs_in_flight"), "16");
+  EXPECT_EQ(cfg.params().at("osc.*.max_rpcs_in_flight"), "16");
   EXPECT_EQ(cfg.default_layout().stripe_count(), 1);
   EXPECT_EQ(cfg.default_layout().stripe_size(), 4u << 20);
   EXPECT_GT(cfg.config_generation(), 0u);
@@ -85,14 +97,14 @@ TEST(MgsTest, ConfigAndParams) {
   ASSERT_TRUE(GetParam(f.ns(), gp, &gpr).ok());
   ASSERT_EQ(gpr.params().size(), 1u);
   // Empty value deletes; params persist across reopen.
-  sp.set_name("llite.max_read_ahead_mb");
+  sp.set_name("llite.*.max_read_ahead_mb");
   sp.set_value("");
   ASSERT_TRUE(SetParam(f.ns(), sp, &spr).ok());
   f.Reopen();
   gpr.Clear();
   ASSERT_TRUE(GetParam(f.ns(), proto::GetParamRequest(), &gpr).ok());
   ASSERT_EQ(gpr.params().size(), 1u);
-  EXPECT_EQ(gpr.params().at("osc.max_rpcs_in_flight"), "16");
+  EXPECT_EQ(gpr.params().at("osc.*.max_rpcs_in_flight"), "16");
 }
 
 }  // namespace

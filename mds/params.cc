@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "common/tunables.h"
 #include "mds/dom.h"
 #include "mds/namespace.h"
 #include "mds/schema.h"
@@ -53,7 +54,15 @@ Result<std::optional<std::string>> MatchParam(rocksdb::DB* db, const std::string
 }
 
 Status CheckParamValue(const std::string& name, const std::string& value) {
+  const bool mds_tunable =
+      IsDomStripeSizeParam(name) || IsQosThresholdParam(name) || IsOstActiveParam(name);
+  Status client = CheckClientParam(name, value.empty() ? "1" : value);
+  if (!mds_tunable && client.code() == Code::kNoEnt) {
+    return Status(Code::kInval, "unknown parameter '" + name +
+                                    "' (see docs/operations.md for the tunables)");
+  }
   if (value.empty()) return Status::Ok();  // a delete
+  if (!mds_tunable) return client;
   if (IsDomStripeSizeParam(name)) return ParseDomStripeSize(value).status();
   if (IsQosThresholdParam(name) && !ParsePercent(value)) {
     return Status(Code::kInval, "qos_threshold_rr '" + value + "' must be a percentage, 0-100");

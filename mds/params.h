@@ -27,7 +27,9 @@ inline constexpr uint32_t kDefaultQosThresholdRr = 17;
 // The value of the most specific stored param matching `canonical`, or nullopt.
 Result<std::optional<std::string>> MatchParam(rocksdb::DB* db, const std::string& canonical);
 
-// EINVAL when `name` is a tunable the MDS reads and `value` is not one it takes.
+// EINVAL when `name` is not a tunable Stria knows (the MDS's above, or a client tunable of
+// common/tunables.h), or `value` is not one it takes. An empty value (a delete) passes for
+// any known name.
 Status CheckParamValue(const std::string& name, const std::string& value);
 
 // lod.*.qos_threshold_rr for `fsname` (percent, 0-100).

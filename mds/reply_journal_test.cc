@@ -48,8 +48,8 @@ TEST(ReplyJournalTest, OldRecordsAreTrimmed) {
   MdsFixture f;
   for (uint64_t xid = 1; xid <= kTrimEvery + 128; ++xid) {
     proto::SetParamRequest req;
-    req.set_name("p");
-    req.set_value(std::to_string(xid));
+    req.set_name("jobid_var");
+    req.set_value("V" + std::to_string(xid));
     proto::SetParamReply rep;
     ReplyJournal j{"c", xid, &rep};
     ScopedReplyJournal scope(&j);

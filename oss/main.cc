@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/metrics_server.h"
 #include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "oss/oss_server.h"
@@ -71,8 +72,12 @@ int main(int argc, char** argv) {
                  "how often each OST re-registers with the MGS, with its free space (ms)")
       ->check(CLI::Range(100, 60'000))
       ->capture_default_str();
-  std::string lnet_fallback;
+  std::string lnet_fallback, metrics_addr, metrics_port_file;
   bool o2ib_poll = false;
+  app.add_option("--metrics-addr", metrics_addr,
+                 "serve Prometheus /metrics on HOST:PORT (port 0: any free port); off by default");
+  app.add_option("--metrics-port-file", metrics_port_file,
+                 "write the bound /metrics port here");
   app.add_option("--lnet-fallback", lnet_fallback,
                  "tcp: carry o2ib NIDs over TCP where this host has no RDMA device "
                  "(default none: such a NID is an error)")
@@ -143,6 +148,18 @@ int main(int argc, char** argv) {
     }
   }
 
+  stria::MetricsServer metrics;
+  if (!metrics_addr.empty()) {
+    stria::oss::OssServer* server = oss->get();
+    Status st = metrics.Start(metrics_addr, [server] { return server->MetricsPage(); });
+    if (st.ok() && !metrics_port_file.empty()) st = WritePortFile(metrics_port_file, metrics.port());
+    if (!st.ok()) {
+      fmt::print(stderr, "stria-oss: --metrics-addr: {}\n", st.ToString());
+      (*oss)->Stop();
+      return 1;
+    }
+  }
+
   // Wait for a stop signal, checking meanwhile that the MGS has not refused an OST (another
   // filesystem's, or an index another directory holds): such an OSS must not serve.
   int sig = 0;
@@ -159,6 +176,7 @@ int main(int argc, char** argv) {
     }
   }
   LOG_INFO("signal {} received; stopping", sig);
+  metrics.Stop();
   (*oss)->Stop();
   oss->reset();
   LOG_INFO("stopped");

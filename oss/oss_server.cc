@@ -201,6 +201,22 @@ Result<OstMeta> OssServer::FormatPending(uint32_t index, const std::string& mgs_
   return meta;
 }
 
+std::string OssServer::MetricsPage() const {
+  PromText page;
+  service_.AddMetrics(&page);
+  if (server_) {
+    const lnet::RpcServer::Load load = server_->load();
+    page.Add("stria_rpc_active_requests", "gauge",
+             "requests being handled now (at most the worker threads)", {{"service", "ost"}},
+             static_cast<double>(load.active));
+    page.Add("stria_rpc_workers", "gauge", "RPC worker threads", {{"service", "ost"}},
+             load.workers);
+    page.Add("stria_rpc_requests_total", "counter", "requests received", {{"service", "ost"}},
+             static_cast<double>(load.requests));
+  }
+  return page.str();
+}
+
 uint16_t OssServer::port() const { return server_ ? server_->port() : 0; }
 
 void OssServer::Stop() {

@@ -56,6 +56,8 @@ class OssServer {
   // bound port).
   const std::string& nid() const { return nid_; }
   OssService& service() { return service_; }
+  // The /metrics page: every OST's statistics, space and objects, and the RPC server's load.
+  std::string MetricsPage() const;
   // Not OK once the MGS refused one of the OSTs for good (Registrar::fatal).
   Status fatal() const { return registrar_ ? registrar_->fatal() : Status::Ok(); }
 

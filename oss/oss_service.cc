@@ -7,6 +7,7 @@
 #include "common/layout.h"
 #include "common/log.h"
 #include "lnet/buffer.h"
+#include "lnet/stats_service.h"
 #include "oss/ost_scrub.h"
 #include "proto/stria.pb.h"
 
@@ -14,6 +15,7 @@ namespace stria::oss {
 namespace {
 
 using lnet::RpcContext;
+using Clock = std::chrono::steady_clock;
 
 Status CheckRange(uint64_t offset, uint64_t length) {
   if (offset > kMaxFileSize || length > kMaxFileSize - offset) {
@@ -37,13 +39,62 @@ Status Note(const Status& st, std::string_view op, const proto::ObjectId& obj) {
 
 Status OssService::AddOst(std::unique_ptr<ObjectStore> store) {
   const uint32_t index = store->meta().index;
-  std::unique_lock<std::shared_mutex> lock(mu_);
-  if (osts_.count(index) != 0) {
-    return Status(Code::kExist, fmt::format("OST index {} is already served", index));
+  const std::string name = fmt::format("obdfilter.{}-OST{:04x}", store->meta().fsname, index);
+  OstStats* stats = nullptr;
+  {
+    std::unique_lock<std::shared_mutex> lock(mu_);
+    if (osts_.count(index) != 0) {
+      return Status(Code::kExist, fmt::format("OST index {} is already served", index));
+    }
+    osts_[index] = std::move(store);
+    stats = (stats_[index] = std::make_unique<OstStats>()).get();
+    expected_.erase(index);
   }
-  osts_[index] = std::move(store);
-  expected_.erase(index);
+  registry_.Add(name + ".stats", [stats] { return stats->stats.Format(); },
+                [stats] { stats->stats.Clear(); });
+  registry_.Add(name + ".job_stats", [stats] { return stats->jobs.Format(); },
+                [stats] { stats->jobs.Clear(); });
   return Status::Ok();
+}
+
+Result<OssService::Target> OssService::FindTarget(uint32_t index) const {
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = osts_.find(index);
+    if (it != osts_.end()) return Target{it->second.get(), stats_.at(index).get()};
+  }
+  return Find(index).status();
+}
+
+void OssService::AddMetrics(PromText* page) const {
+  std::vector<std::pair<ObjectStore*, OstStats*>> osts;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    for (const auto& [idx, store] : osts_) osts.emplace_back(store.get(), stats_.at(idx).get());
+  }
+  for (const auto& [store, stats] : osts) {
+    const PromLabels ost = {{"fs", store->meta().fsname},
+                            {"ost", fmt::format("OST{:04x}", store->meta().index)}};
+    page->AddStats("stria_ost", stats->stats, ost);
+    stats->jobs.ForEach([&](const std::string& job, const StatsSet& set) {
+      PromLabels l = ost;
+      l.emplace_back("job", job);
+      page->AddStats("stria_ost_job", set, l);
+    });
+    Result<OstStatfs> s = store->Statfs();
+    if (!s.ok()) continue;
+    page->Add("stria_ost_space_bytes", "gauge", "OST space: total, free, avail (bytes)",
+              [&] { PromLabels l = ost; l.emplace_back("kind", "total"); return l; }(),
+              static_cast<double>(s->blocks * s->bsize));
+    page->Add("stria_ost_space_bytes", "gauge", "",
+              [&] { PromLabels l = ost; l.emplace_back("kind", "free"); return l; }(),
+              static_cast<double>(s->bfree * s->bsize));
+    page->Add("stria_ost_space_bytes", "gauge", "",
+              [&] { PromLabels l = ost; l.emplace_back("kind", "avail"); return l; }(),
+              static_cast<double>(s->bavail * s->bsize));
+    page->Add("stria_ost_objects", "gauge", "inodes in use on the OST's filesystem", ost,
+              static_cast<double>(s->files - s->ffree));
+  }
 }
 
 void OssService::ExpectOst(uint32_t index) {
@@ -71,13 +122,16 @@ std::vector<uint32_t> OssService::Served() const {
 
 void OssService::Register(lnet::RpcServer* server) {
   using proto::ObjectId;
+  lnet::RegisterStatsService(server, &registry_);
 
   server->Register<proto::OstIoRequest, proto::OstIoReply>(
       proto::OP_OST_WRITE,
       [this](RpcContext& ctx, const proto::OstIoRequest& req, proto::OstIoReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "write names no object");
         const ObjectId& obj = req.object();
-        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        const Clock::time_point t0 = Clock::now();
+        STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
+        ObjectStore* ost = t.store;
         if (req.length() != ctx.bulk_in.size()) {
           return Status(Code::kInval, fmt::format("write length {} but the bulk carries {} "
                                                   "bytes", req.length(), ctx.bulk_in.size()));
@@ -85,6 +139,8 @@ void OssService::Register(lnet::RpcServer* server) {
         STRIA_RETURN_IF_ERROR(CheckRange(req.offset(), req.length()));
         Result<uint64_t> size =
             ost->Write(obj.group(), obj.object_id(), req.offset(), ctx.bulk_in, req.sync());
+        t.stats->Count(req.jobid(), kOstWrite, t0, kOstWriteBytes,
+                       size.ok() ? static_cast<int64_t>(req.length()) : -1);
         STRIA_RETURN_IF_ERROR(Note(size.status(), "write", obj));
         rep->set_length(req.length());
         rep->set_object_size(*size);
@@ -96,7 +152,9 @@ void OssService::Register(lnet::RpcServer* server) {
       [this](RpcContext& ctx, const proto::OstIoRequest& req, proto::OstIoReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "read names no object");
         const ObjectId& obj = req.object();
-        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        const Clock::time_point t0 = Clock::now();
+        STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
+        ObjectStore* ost = t.store;
         if (req.length() > kMaxReadBytes) {
           return Status(Code::kInval, fmt::format("read length {} exceeds the {} byte limit",
                                                   req.length(), kMaxReadBytes));
@@ -107,6 +165,8 @@ void OssService::Register(lnet::RpcServer* server) {
         bool missing = false;
         Result<size_t> n = ost->Read(obj.group(), obj.object_id(), req.offset(), buf.span(),
                                      &object_size, &missing);
+        t.stats->Count(req.jobid(), kOstRead, t0, kOstReadBytes,
+                       n.ok() ? static_cast<int64_t>(*n) : -1);
         STRIA_RETURN_IF_ERROR(Note(n.status(), "read", obj));
         buf.Shrink(*n);
         ctx.bulk_out = std::move(buf);
@@ -121,10 +181,13 @@ void OssService::Register(lnet::RpcServer* server) {
       [this](RpcContext&, const proto::OstPunchRequest& req, proto::OstIoReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "punch names no object");
         const ObjectId& obj = req.object();
-        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        const Clock::time_point t0 = Clock::now();
+        STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
+        ObjectStore* ost = t.store;
         STRIA_RETURN_IF_ERROR(CheckRange(req.offset(), req.length()));
         Result<uint64_t> size =
             ost->Punch(obj.group(), obj.object_id(), req.offset(), req.length());
+        t.stats->Count(req.jobid(), kOstPunch, t0);
         STRIA_RETURN_IF_ERROR(Note(size.status(), "punch", obj));
         rep->set_length(req.length());
         rep->set_object_size(*size);
@@ -136,9 +199,13 @@ void OssService::Register(lnet::RpcServer* server) {
       [this](RpcContext&, const proto::OstTruncateRequest& req, proto::OstIoReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "truncate names no object");
         const ObjectId& obj = req.object();
-        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        const Clock::time_point t0 = Clock::now();
+        STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
+        ObjectStore* ost = t.store;
         STRIA_RETURN_IF_ERROR(CheckRange(req.size(), 0));
         Result<uint64_t> size = ost->Truncate(obj.group(), obj.object_id(), req.size());
+        // A truncate is a punch to the end of the object, as Lustre counts it.
+        t.stats->Count(req.jobid(), kOstPunch, t0);
         STRIA_RETURN_IF_ERROR(Note(size.status(), "truncate", obj));
         rep->set_object_size(*size);
         return Status::Ok();
@@ -148,8 +215,11 @@ void OssService::Register(lnet::RpcServer* server) {
       proto::OP_OST_DESTROY,
       [this](RpcContext&, const proto::OstDestroyRequest& req, proto::OstIoReply* rep) {
         STRIA_RETURN_IF_ERROR(ForEachObject(req.objects(), "destroy",
-                                            [](ObjectStore* ost, const ObjectId& obj) {
-                                              return ost->Destroy(obj.group(), obj.object_id());
+                                            [this](ObjectStore* ost, const ObjectId& obj) {
+                                              const Clock::time_point t0 = Clock::now();
+                                              Status st = ost->Destroy(obj.group(), obj.object_id());
+                                              CountOn(ost, kOstDestroy, t0, "");
+                                              return st;
                                             }));
         rep->set_length(static_cast<uint64_t>(req.objects_size()));
         return Status::Ok();
@@ -160,8 +230,11 @@ void OssService::Register(lnet::RpcServer* server) {
       [this](RpcContext&, const proto::OstGetattrRequest& req, proto::OstGetattrReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "getattr names no object");
         const ObjectId& obj = req.object();
-        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(obj.ost_idx()));
+        const Clock::time_point t0 = Clock::now();
+        STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
+        ObjectStore* ost = t.store;
         Result<ObjectAttr> attr = ost->Getattr(obj.group(), obj.object_id());
+        t.stats->Count("", kOstGetattr, t0);
         STRIA_RETURN_IF_ERROR(Note(attr.status(), "getattr", obj));
         rep->set_size(attr->size);
         rep->set_blocks(attr->blocks);
@@ -172,8 +245,12 @@ void OssService::Register(lnet::RpcServer* server) {
   server->Register<proto::OstStatfsRequest, proto::OstStatfsReply>(
       proto::OP_OST_STATFS,
       [this](RpcContext&, const proto::OstStatfsRequest& req, proto::OstStatfsReply* rep) {
-        STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(req.ost_idx()));
-        STRIA_ASSIGN_OR_RETURN(OstStatfs s, ost->Statfs());
+        const Clock::time_point t0 = Clock::now();
+        STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(req.ost_idx()));
+        ObjectStore* ost = t.store;
+        Result<OstStatfs> statfs = ost->Statfs();
+        t.stats->Count("", kOstStatfs, t0);
+        STRIA_ASSIGN_OR_RETURN(OstStatfs s, std::move(statfs));
         rep->set_ost_idx(req.ost_idx());
         rep->set_bsize(s.bsize);
         rep->set_blocks(s.blocks);
@@ -187,15 +264,23 @@ void OssService::Register(lnet::RpcServer* server) {
   server->Register<proto::OstSyncRequest, proto::OstIoReply>(
       proto::OP_OST_SYNC,
       [this](RpcContext&, const proto::OstSyncRequest& req, proto::OstIoReply* rep) {
+        const Clock::time_point t0 = Clock::now();
         if (req.objects_size() == 0) {
-          STRIA_ASSIGN_OR_RETURN(ObjectStore * ost, Find(req.ost_idx()));
+          STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(req.ost_idx()));
+          ObjectStore* ost = t.store;
           Status st = ost->SyncAll();
+          t.stats->Count(req.jobid(), kOstSync, t0);
           if (!st.ok()) LOG_WARN("sync of OST {} failed: {}", req.ost_idx(), st.ToString());
           return st;
         }
-        return ForEachObject(req.objects(), "sync", [](ObjectStore* ost, const ObjectId& obj) {
+        // One sync request counts once, on the OST of its first object.
+        Status st = ForEachObject(req.objects(), "sync", [](ObjectStore* ost, const ObjectId& obj) {
           return ost->SyncObject(obj.group(), obj.object_id());
         });
+        if (auto first = Find(req.objects(0).ost_idx()); first.ok()) {
+          CountOn(*first, kOstSync, t0, req.jobid());
+        }
+        return st;
       });
 
   server->Register<proto::OstScrubRequest, proto::OstScrubReply>(
@@ -205,6 +290,17 @@ void OssService::Register(lnet::RpcServer* server) {
         STRIA_ASSIGN_OR_RETURN(*rep, Scrub(ost, req.max_listed()));
         return Status::Ok();
       });
+}
+
+void OssService::CountOn(ObjectStore* ost, OstCounter op, std::chrono::steady_clock::time_point t0,
+                         std::string_view jobid) const {
+  OstStats* stats = nullptr;
+  {
+    std::shared_lock<std::shared_mutex> lock(mu_);
+    auto it = stats_.find(ost->meta().index);
+    if (it != stats_.end()) stats = it->second.get();
+  }
+  if (stats) stats->Count(jobid, op, t0);
 }
 
 Result<proto::OstScrubReply> OssService::Scrub(ObjectStore* ost, uint32_t max_listed) {

@@ -10,6 +10,9 @@
 // OSTs are added (AddOst) as they become ready, possibly after the server has started (an OST
 // formatted once the MGS answered); they are never removed while the service lives.
 //
+// Statistics (oss/ost_stats.h): each OST's obdfilter.FS-OSTxxxx.stats and job_stats, counted
+// by the handlers, served by OP_STATS_GET from registry() and on /metrics (AddMetrics).
+//
 // A scrub (OP_OST_SCRUB, oss/ost_scrub.h) runs on the worker that received it, for as long
 // as it takes; one per OST at a time (another gets kBusy), so at most one worker per OST is
 // taken from the other clients.
@@ -19,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <chrono>
 #include <functional>
 #include <string_view>
 #include <memory>
@@ -27,9 +31,12 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/prom_text.h"
+#include "common/stats_registry.h"
 #include "common/status.h"
 #include "lnet/rpc_server.h"
 #include "oss/object_store.h"
+#include "oss/ost_stats.h"
 #include "proto/stria.pb.h"
 
 namespace stria::oss {
@@ -63,6 +70,11 @@ class OssService {
   // Indexes served now.
   std::vector<uint32_t> Served() const;
 
+  // The statistics of the OSTs served here, by Lustre name (OP_STATS_GET).
+  StatsRegistry& registry() { return registry_; }
+  // Every OST's counters, job counters, space and objects, for /metrics.
+  void AddMetrics(PromText* page) const;
+
   // Installs the handlers. Call before server->Start(); `this` must outlive the server.
   void Register(lnet::RpcServer* server);
 
@@ -71,6 +83,19 @@ class OssService {
   std::unordered_map<uint32_t, std::unique_ptr<ObjectStore>> osts_;  // GUARDED_BY(mu_)
   std::unordered_set<uint32_t> expected_;                             // GUARDED_BY(mu_)
   std::unordered_set<uint32_t> scrubbing_;                            // GUARDED_BY(mu_)
+  // Per OST, created with it and never removed, so a pointer stays valid.
+  std::unordered_map<uint32_t, std::unique_ptr<OstStats>> stats_;     // GUARDED_BY(mu_)
+  StatsRegistry registry_;
+
+  // An OST served here and its statistics, under one lookup.
+  struct Target {
+    ObjectStore* store;
+    OstStats* stats;
+  };
+  Result<Target> FindTarget(uint32_t index) const;
+  // Counts one `op` on the OST `ost` (the destroy and sync lists, which name objects).
+  void CountOn(ObjectStore* ost, OstCounter op, std::chrono::steady_clock::time_point t0,
+               std::string_view jobid) const;
 
   // Scrubs OST `index` unless a scrub of it is running already (kBusy).
   Result<proto::OstScrubReply> Scrub(ObjectStore* ost, uint32_t max_listed);

@@ -17,6 +17,7 @@ PACKAGES=(
   python3-pip python3-setuptools python3-wheel python3-pytest python3-numpy python3-torch
   python3-fsspec libssl-dev
   clang-14 libclang-rt-14-dev
+  libcivetweb-dev python3-prometheus-client
 )
 
 SUDO=()

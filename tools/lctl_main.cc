@@ -1,7 +1,7 @@
 // lctl: the operator's command for a Stria filesystem, in Lustre's words (docs/lfs.md).
 //
 //   lctl [--mgs NID[,NID]] dl [-t]                 the MGS, the MDT and every OST
-//   lctl [--mgs NID[,NID]] get_param [-n] NAME...  tunables kept by the MGS (globs allowed)
+//   lctl [--mgs NID[,NID]] get_param [-n|-N|-R] NAME...  statistics and tunables (tools/lctl_param.h)
 //   lctl [--mgs NID[,NID]] set_param [-P] NAME=VALUE...
 //   lctl list_nids                                 this host's NIDs and the LND of each
 //   lctl ping NID [TIMEOUT_SECONDS]                one OP_PING round trip, and its LND
@@ -35,6 +35,7 @@
 #include "lnet/nid.h"
 #include "lnet/rpc_client.h"
 #include "tools/fs_connect.h"
+#include "tools/lctl_param.h"
 #include "tools/lctl_scrub.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
@@ -50,8 +51,12 @@ void PrintHelp(FILE* out) {
   std::fputs("usage: lctl [--mgs NID[,NID]] [--lnet-fallback tcp|none] COMMAND [ARGS]\n"
              "Commands:\n"
              "  dl [-t]                      list the devices: MGS, MDT, OSTs (-t: their NIDs)\n"
-             "  get_param [-n] NAME...       show tunables kept by the MGS (globs allowed)\n"
-             "  set_param [-P] NAME=VALUE... set tunables (always persistent, on the MGS)\n"
+             "  get_param [-n|-N|-R] NAME... show statistics (live, from the daemons and this\n"
+             "                               host's mounts) and tunables (globs allowed;\n"
+             "                               -N: names only, -R: everything below NAME)\n"
+             "  set_param [-P] NAME=VALUE... set tunables (-P: kept by the MGS for every node;\n"
+             "                               without -P a client tunable applies to the mounts\n"
+             "                               here); NAME=clear clears statistics\n"
              "  list_nids                    show this host's NIDs (@o2ib where RDMA is) and\n"
              "                               the LND that carries each\n"
              "  ping NID [TIMEOUT_SECONDS]   check that a Stria service answers at NID\n"
@@ -251,50 +256,25 @@ int PoolList(const std::string& mgs, int argc, char** argv) {
 }
 
 int GetParam(const std::string& mgs, int argc, char** argv) {
-  bool values_only = false;
-  std::vector<std::string> names;
+  bool any = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "-n") == 0) {
-      values_only = true;
-    } else if (argv[i][0] == '-') {
+    if (argv[i][0] == '-' && std::strcmp(argv[i], "-n") != 0 && std::strcmp(argv[i], "-N") != 0 &&
+        std::strcmp(argv[i], "-R") != 0 && std::strcmp(argv[i], "-NR") != 0 &&
+        std::strcmp(argv[i], "-RN") != 0) {
       return Usage((std::string("get_param: unknown option '") + argv[i] + "'").c_str());
-    } else {
-      names.emplace_back(argv[i]);
     }
+    if (argv[i][0] != '-') any = true;
   }
-  if (names.empty()) return Usage("get_param: give a parameter name");
+  if (!any) return Usage("get_param: give a parameter name");
   std::unique_ptr<client::Client> conn;
   if (int rc = ConnectOrReport(mgs, &conn); rc != 0) return rc;
-  client::Client* c = conn.get();
-  int rc = 0;
-  for (const std::string& name : names) {
-    proto::GetParamRequest req;
-    req.set_pattern(name);
-    proto::GetParamReply rep;
-    Status st = c->MdsCall(proto::OP_MGS_GET_PARAM, req, &rep);
-    if (st.ok() && rep.params().empty()) st = Status(Code::kNoEnt, "no such parameter");
-    if (!st.ok()) {
-      std::fprintf(stderr, "error: get_param: param_path '%s': %s\n", name.c_str(),
-                   st.code() == Code::kNoEnt ? std::strerror(ENOENT) : st.ToString().c_str());
-      if (rc == 0) rc = ExitCode(st);
-      continue;
-    }
-    std::map<std::string, std::string> sorted(rep.params().begin(), rep.params().end());
-    for (const auto& [k, v] : sorted) {
-      if (values_only) {
-        std::printf("%s\n", v.c_str());
-      } else {
-        std::printf("%s=%s\n", k.c_str(), v.c_str());
-      }
-    }
-  }
-  return rc;
+  return LctlGetParam(conn.get(), argc, argv);
 }
 
 int SetParam(const std::string& mgs, int argc, char** argv) {
-  std::vector<std::pair<std::string, std::string>> sets;
+  bool any = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "-P") == 0) continue;  // every parameter is persistent
+    if (std::strcmp(argv[i], "-P") == 0) continue;
     if (argv[i][0] == '-') {
       return Usage((std::string("set_param: unknown option '") + argv[i] + "'").c_str());
     }
@@ -302,28 +282,12 @@ int SetParam(const std::string& mgs, int argc, char** argv) {
     if (eq == nullptr || eq == argv[i]) {
       return Usage((std::string("set_param: expected NAME=VALUE, got '") + argv[i] + "'").c_str());
     }
-    sets.emplace_back(std::string(argv[i], eq - argv[i]), std::string(eq + 1));
+    any = true;
   }
-  if (sets.empty()) return Usage("set_param: give NAME=VALUE");
+  if (!any) return Usage("set_param: give NAME=VALUE");
   std::unique_ptr<client::Client> conn;
   if (int rc = ConnectOrReport(mgs, &conn); rc != 0) return rc;
-  client::Client* c = conn.get();
-  int rc = 0;
-  for (const auto& [name, value] : sets) {
-    proto::SetParamRequest req;
-    req.set_name(name);
-    req.set_value(value);
-    proto::SetParamReply rep;
-    Status st = c->MdsCall(proto::OP_MGS_SET_PARAM, req, &rep);
-    if (!st.ok()) {
-      std::fprintf(stderr, "error: set_param: setting '%s'='%s': %s\n", name.c_str(),
-                   value.c_str(), st.ToString().c_str());
-      if (rc == 0) rc = ExitCode(st);
-      continue;
-    }
-    std::printf("%s=%s\n", name.c_str(), value.c_str());
-  }
-  return rc;
+  return LctlSetParam(conn.get(), argc, argv);
 }
 
 // The LND that carries `nid` here, for output: "tcp", "o2ib", or why it cannot be carried.

@@ -17,7 +17,7 @@ Status StriaFs::FetchDirPage(fuse_req_t req, DirHandle* dh, bool plus) {
   args.cookie = dh->cookie;
   args.max_entries = kReaddirPage;
   args.want_attrs = plus;
-  STRIA_ASSIGN_OR_RETURN(proto::ReaddirReply rep, md_.Readdir(CredentialsOf(req, groups_), args));
+  STRIA_ASSIGN_OR_RETURN(proto::ReaddirReply rep, md_.Readdir(Cred(req), args));
   for (auto& e : *rep.mutable_entries()) {
     if (e.name().empty() || e.name() == "." || e.name() == ".." || e.ino() == 0) continue;
     dh->entries.push_back(std::move(e));
@@ -107,7 +107,7 @@ Status StriaFs::DoReaddir(fuse_req_t req, DirHandle* dh, size_t size, off_t offs
 }
 
 Status StriaFs::DoFsyncdir(fuse_req_t req, uint64_t ino) {
-  return md_.Sync(CredentialsOf(req, groups_), ino);
+  return md_.Sync(Cred(req), ino);
 }
 
 }  // namespace stria::client::fuse

@@ -7,6 +7,7 @@
 
 #include "client/fuse/fuse_ops.h"
 #include "client/fuse/fuse_util.h"
+#include "client/jobid.h"
 #include "common/log.h"
 #include "common/layout.h"
 #include "common/relatime.h"
@@ -17,7 +18,7 @@ namespace stria::client::fuse {
 Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
                            const proto::EntryReply* created, fuse_file_info* fi) {
   const bool just_created = created != nullptr;
-  const proto::Credentials cred = CredentialsOf(req, groups_);
+  const proto::Credentials cred = Cred(req);
   proto::OpenReply rep;
   if (just_created) {
     // The create opened it too (OP_MDS_CREATE with open): no second round trip.
@@ -88,11 +89,13 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
 }
 
 Status StriaFs::DoOpen(fuse_req_t req, uint64_t ino, fuse_file_info* fi) {
+  LliteOp counted(&llite_, kLlOpen);
   return OpenHandle(req, ino, fi->flags, /*created=*/nullptr, fi);
 }
 
 Status StriaFs::DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
                          fuse_file_info* fi, fuse_entry_param* e) {
+  LliteOp counted(&llite_, kLlOpen);
   proto::EntryReply created;
   Status st = DoCreateNode(req, parent, name, S_IFREG | (mode & 07777), 0, nullptr, e, &created);
   if (st.code() == Code::kExist && !(fi->flags & O_EXCL)) {
@@ -138,6 +141,14 @@ Result<std::shared_ptr<const proto::Layout>> StriaFs::ReadLayout(FileHandle* fh,
 }
 
 Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
+  LliteOp counted(&llite_, kLlRead);
+  ScopedJobId job(fh->cred.jobid());
+  Result<size_t> n = ReadData(fh, offset, buf);
+  if (n.ok()) llite_.Add(kLlReadBytes, *n);
+  return n;
+}
+
+Result<size_t> StriaFs::ReadData(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
   STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());  // read what this client wrote
   fh->atime_ns.store(NowNs());  // reported at close (relatime, mds/ops/open_close.cc)
   const uint64_t size = fh->inode->known_size.load();
@@ -164,6 +175,11 @@ Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_
 
 Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data) {
   if (data.empty()) return Status::Ok();
+  LliteOp counted(&llite_, kLlWrite);
+  ScopedJobId job(fh->cred.jobid());
+  llite_.Add(kLlWriteBytes, data.size());
+  // osc.*.max_dirty_mb: the write-behind bytes in flight per file; 0 writes synchronously.
+  const uint64_t max_dirty = static_cast<uint64_t>(client_->tunables().Get("max_dirty_mb")) << 20;
   if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
     return Status(Code::kFBig, "write past the maximum file size");
   }
@@ -173,7 +189,7 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   if (fh->sync_writes) {
     STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/true));
     fh->inode->NoteAcked(offset + data.size());
-  } else if (offset == 0 && fh->inode->write_behind.Idle()) {
+  } else if ((offset == 0 || max_dirty == 0) && fh->inode->write_behind.Idle()) {
     // A file's first bytes (all of a small file's) go out from this thread: the application
     // waits for them at close anyway, and handing them to a pool thread costs two wakeups.
     // Its error, if any, comes back from this write(2).
@@ -185,8 +201,9 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
     Client* client = client_;
     STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Submit(
         &write_pool_, offset, data,
-        [client, layout = std::move(layout), inode = fh->inode](uint64_t off,
-                                                                std::span<const uint8_t> bytes) {
+        [client, layout = std::move(layout), inode = fh->inode, jobid = fh->cred.jobid()](
+            uint64_t off, std::span<const uint8_t> bytes) {
+          ScopedJobId job(jobid);
           Status st = client->Write(*layout, off, bytes, /*sync=*/false);
           if (st.ok()) {
             inode->NoteAcked(off + bytes.size());
@@ -194,7 +211,8 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
             inode->write_failed.store(true);
           }
           return st;
-        }));
+        },
+        std::max<uint64_t>(max_dirty, data.size())));
   }
   fh->inode->NoteWrite(offset + data.size());
   fh->mtime_ns.store(NowNs());
@@ -228,7 +246,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   ca.size = fh->inode->acked_end.load();  // only bytes the OSTs acknowledged
   ca.mtime_ns = fh->mtime_ns.load();
   Result<proto::AttrReply> rep =
-      md_.Close(req != nullptr ? CredentialsOf(req, groups_) : fh->cred, ca);
+      md_.Close(req != nullptr ? Cred(req) : fh->cred, ca);
   Status st = rep.status();
   if (close && mds_session_ != nullptr && fh->mds_handle != 0) {
     mds_session_->Closed(fh->mds_handle);
@@ -246,6 +264,7 @@ Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
 }
 
 Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
+  LliteOp counted(&llite_, kLlFsync);
   STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());
   if (auto layout = fh->inode->layout()) STRIA_RETURN_IF_ERROR(client_->SyncObjects(*layout));
   // The size must be durable too: report what this client wrote (the MDS syncs its WAL).
@@ -254,6 +273,7 @@ Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
 }
 
 Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
+  LliteOp counted(&llite_, kLlClose);
   std::unique_ptr<FileHandle> owned(fh);
   Status written = fh->inode->DrainWrites();
   Status st = ReportSize(req, fh, /*close=*/true, /*sync=*/false);

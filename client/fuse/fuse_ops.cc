@@ -25,7 +25,20 @@ constexpr std::string_view kCapabilityXattr = "security.capability";
 
 }  // namespace
 
-StriaFs::StriaFs(Client* client, FsOptions options) : client_(client), options_(options) {}
+StriaFs::StriaFs(Client* client, FsOptions options)
+    : client_(client),
+      options_(options),
+      fsname_([client] {
+        auto cfg = client->GetConfig(false);
+        return cfg.ok() ? cfg->fsname() : std::string();
+      }()) {}
+
+proto::Credentials StriaFs::Cred(fuse_req_t req) {
+  proto::Credentials cred = CredentialsOf(req, groups_);
+  cred.set_jobid(jobids_.Get(static_cast<pid_t>(cred.pid()), cred.uid(),
+                             client_->tunables().jobid_var()));
+  return cred;
+}
 
 void StriaFs::Init(fuse_conn_info* conn) {
   conn->max_write = options_.max_write;
@@ -68,13 +81,14 @@ void StriaFs::FillEntry(const proto::Attr& attr, const proto::Layout* layout,
 Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
                          fuse_entry_param* e) {
   STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
-                         md_.Lookup(CredentialsOf(req, groups_), parent, name));
+                         md_.Lookup(Cred(req), parent, name));
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
 }
 
 Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
-  STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(CredentialsOf(req, groups_), ino));
+  LliteOp counted(&llite_, kLlGetattr);
+  STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(Cred(req), ino));
   uint64_t size = rep.attr().size();
   if (auto inode = inodes_.Get(ino)) {
     inode->ObserveMdsSize(size);
@@ -110,8 +124,9 @@ Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layo
 
 Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
                           FileHandle* fh, struct stat* out) {
+  LliteOp counted(&llite_, kLlSetattr);
   proto::SetattrRequest sr;
-  *sr.mutable_cred() = CredentialsOf(req, groups_);
+  *sr.mutable_cred() = Cred(req);
   sr.set_ino(ino);
   uint32_t valid = 0;
   proto::Attr* a = sr.mutable_attr();
@@ -183,6 +198,10 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
 Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
                              uint32_t rdev, const char* symlink_target, fuse_entry_param* e,
                              proto::EntryReply* open_reply) {
+  LliteOp counted(&llite_, S_ISDIR(mode) ? kLlMkdir
+                           : S_ISLNK(mode) ? kLlSymlink
+                           : S_ISREG(mode) ? kLlCreate
+                                           : kLlMknod);
   Metadata::CreateArgs args;
   args.parent = parent;
   args.name = name;
@@ -192,35 +211,39 @@ Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, 
   args.open = open_reply != nullptr;
   proto::EntryReply local;
   proto::EntryReply& rep = open_reply != nullptr ? *open_reply : local;
-  STRIA_ASSIGN_OR_RETURN(rep, md_.Create(CredentialsOf(req, groups_), args));
+  STRIA_ASSIGN_OR_RETURN(rep, md_.Create(Cred(req), args));
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
 }
 
 Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const char* name,
                        fuse_entry_param* e) {
+  LliteOp counted(&llite_, kLlLink);
   STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
-                         md_.Link(CredentialsOf(req, groups_), ino, new_parent, name));
+                         md_.Link(Cred(req), ino, new_parent, name));
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
 }
 
 Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir) {
-  return md_.Unlink(CredentialsOf(req, groups_), parent, name, is_dir).status();
+  LliteOp counted(&llite_, is_dir ? kLlRmdir : kLlUnlink);
+  return md_.Unlink(Cred(req), parent, name, is_dir).status();
 }
 
 Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
                          uint64_t new_parent, const char* new_name, unsigned int flags) {
-  return md_.Rename(CredentialsOf(req, groups_), parent, name, new_parent, new_name, flags);
+  LliteOp counted(&llite_, kLlRename);
+  return md_.Rename(Cred(req), parent, name, new_parent, new_name, flags);
 }
 
 Status StriaFs::DoReadlink(fuse_req_t req, uint64_t ino, std::string* target) {
-  STRIA_ASSIGN_OR_RETURN(*target, md_.Readlink(CredentialsOf(req, groups_), ino));
+  STRIA_ASSIGN_OR_RETURN(*target, md_.Readlink(Cred(req), ino));
   return Status::Ok();
 }
 
 Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
-  STRIA_ASSIGN_OR_RETURN(proto::StatfsReply rep, md_.Statfs(CredentialsOf(req, groups_)));
+  LliteOp counted(&llite_, kLlStatfs);
+  STRIA_ASSIGN_OR_RETURN(proto::StatfsReply rep, md_.Statfs(Cred(req)));
   std::memset(out, 0, sizeof(*out));
   out->f_bsize = rep.bsize() ? rep.bsize() : 4096;
   out->f_frsize = out->f_bsize;
@@ -235,7 +258,7 @@ Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
 }
 
 Result<std::string> StriaFs::GetLov(fuse_req_t req, uint64_t ino) {
-  const proto::Credentials cred = CredentialsOf(req, groups_);
+  const proto::Credentials cred = Cred(req);
   STRIA_ASSIGN_OR_RETURN(proto::AttrReply attr, md_.Getattr(cred, ino));
   if (S_ISREG(attr.attr().mode())) return PackLov(attr.layout(), /*with_objects=*/true);
   if (!S_ISDIR(attr.attr().mode())) return Status(Code::kNoData, "no layout");
@@ -246,7 +269,7 @@ Result<std::string> StriaFs::GetLov(fuse_req_t req, uint64_t ino) {
 
 Status StriaFs::SetLov(fuse_req_t req, uint64_t ino, std::string_view value) {
   STRIA_ASSIGN_OR_RETURN(proto::Layout layout, UnpackLov(value));
-  const proto::Credentials cred = CredentialsOf(req, groups_);
+  const proto::Credentials cred = Cred(req);
   STRIA_ASSIGN_OR_RETURN(proto::AttrReply attr, md_.Getattr(cred, ino));
   // A file's layout is fixed at create; like Lustre, restoring it (tar, rsync) is accepted.
   if (S_ISREG(attr.attr().mode())) return Status::Ok();
@@ -257,14 +280,37 @@ Status StriaFs::SetLov(fuse_req_t req, uint64_t ino, std::string_view value) {
 Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const char* value,
                            size_t size, int flags) {
   if (name == kCapabilityXattr) return Status(Code::kNotSup, "file capabilities unsupported");
+  const std::string_view xname(name);
+  if (ino == FUSE_ROOT_ID && xname.starts_with(kLctlXattrPrefix)) {
+    const std::string_view rest = xname.substr(kLctlXattrPrefix.size());
+    if (!rest.starts_with("set.")) return Status(Code::kNotSup, "use user.stria.lctl.set.NAME");
+    return SetLocalParam(req, rest.substr(4), std::string_view(value, size));
+  }
+  LliteOp counted(&llite_, kLlSetxattr);
   if (IsLovXattrName(name)) return SetLov(req, ino, std::string_view(value, size));
-  return md_.Setxattr(CredentialsOf(req, groups_), ino, name, std::string_view(value, size),
+  return md_.Setxattr(Cred(req), ino, name, std::string_view(value, size),
                       static_cast<uint32_t>(flags));
 }
 
 Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_t size,
                            std::string* value, size_t* full_size) {
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
+  const std::string_view xname(name);
+  if (ino == FUSE_ROOT_ID && xname.starts_with(kLctlXattrPrefix)) {
+    const std::string_view rest = xname.substr(kLctlXattrPrefix.size());
+    const bool list = rest.starts_with("list.");
+    if (!list && !rest.starts_with("get.")) return Status(Code::kNoData, "no such attribute");
+    std::string text = GetLocalParams(rest.substr(list ? 5 : 4), list);
+    if (size == 0) {
+      *full_size = text.size();
+    } else if (text.size() > size) {
+      return Status(Code::kRange, "attribute value larger than the buffer");
+    } else {
+      *value = std::move(text);
+    }
+    return Status::Ok();
+  }
+  LliteOp counted(&llite_, kLlGetxattr);
   if (IsLovXattrName(name)) {
     STRIA_ASSIGN_OR_RETURN(std::string lov, GetLov(req, ino));
     if (size == 0) {
@@ -276,7 +322,7 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
     }
     return Status::Ok();
   }
-  STRIA_ASSIGN_OR_RETURN(proto::XattrReply rep, md_.Getxattr(CredentialsOf(req, groups_), ino, name,
+  STRIA_ASSIGN_OR_RETURN(proto::XattrReply rep, md_.Getxattr(Cred(req), ino, name,
                                                              static_cast<uint32_t>(size)));
   const size_t n = std::max<size_t>(rep.size(), rep.value().size());
   if (size == 0) {
@@ -292,7 +338,8 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
 
 Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::string* names,
                             size_t* full_size) {
-  STRIA_ASSIGN_OR_RETURN(proto::XattrReply rep, md_.Listxattr(CredentialsOf(req, groups_), ino,
+  LliteOp counted(&llite_, kLlListxattr);
+  STRIA_ASSIGN_OR_RETURN(proto::XattrReply rep, md_.Listxattr(Cred(req), ino,
                                                               static_cast<uint32_t>(size)));
   const size_t n = std::max<size_t>(rep.size(), rep.value().size());
   if (size == 0) {
@@ -305,12 +352,13 @@ Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::stri
 }
 
 Status StriaFs::DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name) {
+  LliteOp counted(&llite_, kLlRemovexattr);
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
-  return md_.Removexattr(CredentialsOf(req, groups_), ino, name);
+  return md_.Removexattr(Cred(req), ino, name);
 }
 
 Status StriaFs::DoAccess(fuse_req_t req, uint64_t ino, int mask) {
-  const proto::Credentials cred = CredentialsOf(req, groups_);
+  const proto::Credentials cred = Cred(req);
   STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(cred, ino));
   if (mask == F_OK) return Status::Ok();
   const uint32_t mode = rep.attr().mode();

@@ -21,6 +21,8 @@
 #include <fuse_lowlevel.h>
 
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <span>
 #include <string>
 
@@ -29,6 +31,8 @@
 #include "client/session.h"
 #include "client/fuse/file_handle.h"
 #include "client/fuse/groups_cache.h"
+#include "client/fuse/jobid_cache.h"
+#include "client/fuse/llite_params.h"
 #include "client/fuse/inode_table.h"
 #include "common/status.h"
 
@@ -94,6 +98,7 @@ class StriaFs {
   Status DoCreate(fuse_req_t req, uint64_t parent, const char* name, uint32_t mode,
                   fuse_file_info* fi, fuse_entry_param* e);
   Result<size_t> DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf);
+  Result<size_t> ReadData(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf);
   Status DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data);
   Status DoFlush(fuse_req_t req, FileHandle* fh);
   Status DoRelease(fuse_req_t req, FileHandle* fh);
@@ -117,6 +122,16 @@ class StriaFs {
                    std::string* out);
   // fsync(2) of a directory: the MDS makes every change it answered durable (OP_MDS_SYNC).
   Status DoFsyncdir(fuse_req_t req, uint64_t ino);
+
+  // ---- local parameters and statistics (llite_params.cc, client/fuse/llite_params.h) ----
+  StatsSet& llite_stats() { return llite_; }
+  // NAME\0VALUE\0 for each local parameter matching the glob (values empty with names_only).
+  std::string GetLocalParams(std::string_view pattern, bool names_only);
+  // Sets a tunable on this mount, or clears statistics (value "clear"). Root only.
+  Status SetLocalParam(fuse_req_t req, std::string_view name, std::string_view value);
+
+  // The caller's credentials, with its JOBID (client/fuse/jobid_cache.h).
+  proto::Credentials Cred(fuse_req_t req);
 
   // Fills a fuse_entry_param for an MDS entry and takes one lookup reference (Ref).
   void FillEntry(const proto::Attr& attr, const proto::Layout* layout, fuse_entry_param* e);
@@ -149,9 +164,16 @@ class StriaFs {
   // One lock request; with wait, retried with backoff while it conflicts (EINTR on signal).
   Status LockWithWait(fuse_req_t req, const proto::LockRequest& lr, bool wait);
 
+  // Every local parameter's getter by name; `clears` (when given) gets the statistics'.
+  std::map<std::string, std::function<std::string()>> LocalParamGetters(
+      std::map<std::string, std::function<void()>>* clears);
+
   Client* const client_;
   Metadata md_{client_};  // every MDS request goes through it
   const FsOptions options_;
+  const std::string fsname_;
+  StatsSet llite_{kLliteCounters};
+  JobIdCache jobids_;
   fuse_session* session_ = nullptr;
   ClientSession* mds_session_ = nullptr;
   InodeTable inodes_;

@@ -128,6 +128,9 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   }
   LOG_INFO("mounted {} on {}", a.device, a.mountpoint);
   RaiseReadahead(a.mountpoint, fs_opts.max_readahead >> 10);
+  // llite.*.max_read_ahead_mb (lctl set_param) sets the bdi's readahead from now on.
+  (*client)->tunables().set_on_read_ahead(
+      [mnt = a.mountpoint](int64_t mb) { RaiseReadahead(mnt, static_cast<unsigned>(mb) << 10); });
 
   if (ready_fd >= 0) {
     // Mounted: let the waiting parent return, and leave the terminal.

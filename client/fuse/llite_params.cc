@@ -1,0 +1,81 @@
+// StriaFs's local parameters (client/fuse/llite_params.h): listing, reading and setting them.
+#include <fmt/format.h>
+#include <fnmatch.h>
+
+#include <functional>
+#include <map>
+
+#include "client/fuse/fuse_ops.h"
+#include "common/tunables.h"
+
+namespace stria::client::fuse {
+namespace {
+
+struct Param {
+  std::function<std::string()> get;
+  std::function<void()> clear;  // statistics only
+};
+
+}  // namespace
+
+std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
+    std::map<std::string, std::function<void()>>* clears) {
+  std::map<std::string, std::function<std::string()>> out;
+  const std::string fs = fsname_;
+  const std::string inst = client_->instance();
+  ClientTunables* t = &client_->tunables();
+  const std::string llite = "llite." + fs + "-" + inst;
+  out[llite + ".stats"] = [this] { return llite_.Format(); };
+  if (clears) (*clears)[llite + ".stats"] = [this] { llite_.Clear(); };
+  out[llite + ".max_read_ahead_mb"] = [t] { return std::to_string(t->Get("max_read_ahead_mb")); };
+  out["jobid_var"] = [t] { return t->jobid_var(); };
+  for (const auto& [idx, stats] : client_->OscStatsByOst()) {
+    const std::string osc = fmt::format("osc.{}-OST{:04x}-osc-{}", fs, idx, inst);
+    OscStats* s = stats;
+    out[osc + ".rpc_stats"] = [s] { return s->Format(); };
+    if (clears) (*clears)[osc + ".rpc_stats"] = [s] { s->Clear(); };
+    for (const char* n : {"max_rpcs_in_flight", "max_dirty_mb", "checksums"}) {
+      out[osc + "." + n] = [t, n] { return std::to_string(t->Get(n)); };
+    }
+  }
+  return out;
+}
+
+std::string StriaFs::GetLocalParams(std::string_view pattern, bool names_only) {
+  std::string out;
+  const std::string pat(pattern);
+  for (const auto& [name, get] : LocalParamGetters(nullptr)) {
+    if (fnmatch(pat.c_str(), name.c_str(), 0) != 0) continue;
+    out += name;
+    out += '\0';
+    if (!names_only) out += get();
+    out += '\0';
+  }
+  return out;
+}
+
+Status StriaFs::SetLocalParam(fuse_req_t req, std::string_view name, std::string_view value) {
+  if (fuse_req_ctx(req)->uid != 0) return Status(Code::kPerm, "setting parameters needs root");
+  std::map<std::string, std::function<void()>> clears;
+  auto getters = LocalParamGetters(&clears);
+  if (value == "clear" || value == "0") {
+    bool any = false;
+    for (const auto& [n, clear] : clears) {
+      if (fnmatch(std::string(name).c_str(), n.c_str(), 0) == 0) {
+        clear();
+        any = true;
+      }
+    }
+    if (any) return Status::Ok();
+  }
+  bool any = false;
+  for (const auto& [n, get] : getters) {
+    if (clears.count(n) || fnmatch(std::string(name).c_str(), n.c_str(), 0) != 0) continue;
+    STRIA_RETURN_IF_ERROR(client_->tunables().Set(n, value));
+    any = true;
+  }
+  if (!any) return Status(Code::kNoEnt, "no parameter '" + std::string(name) + "' on this mount");
+  return Status::Ok();
+}
+
+}  // namespace stria::client::fuse

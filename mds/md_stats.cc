@@ -1,0 +1,73 @@
+#include "mds/md_stats.h"
+
+#include <sys/stat.h>
+
+namespace stria::mds {
+namespace {
+
+// The JOBID in the request's credentials (field `cred`), if it has any.
+std::string_view JobOf(const google::protobuf::Message& req) {
+  const auto* d = req.GetDescriptor()->FindFieldByName("cred");
+  if (d == nullptr || d->message_type() != proto::Credentials::descriptor()) return {};
+  const auto& cred = static_cast<const proto::Credentials&>(
+      req.GetReflection()->GetMessage(req, d));
+  return cred.jobid();
+}
+
+MdCounter Simple(proto::Opcode op) {
+  switch (op) {
+    case proto::OP_MDS_OPEN: return kMdOpen;
+    case proto::OP_MDS_LINK: return kMdLink;
+    case proto::OP_MDS_GETATTR: return kMdGetattr;
+    case proto::OP_MDS_SETATTR: return kMdSetattr;
+    case proto::OP_MDS_GETXATTR:
+    case proto::OP_MDS_LISTXATTR: return kMdGetxattr;
+    case proto::OP_MDS_SETXATTR:
+    case proto::OP_MDS_REMOVEXATTR: return kMdSetxattr;
+    case proto::OP_MDS_STATFS: return kMdStatfs;
+    case proto::OP_MDS_SYNC: return kMdSync;
+    case proto::OP_MDS_MIGRATE: return kMdMigrate;
+    case proto::OP_MDS_READDIR: return kMdReadpage;
+    default: return kMdNone;
+  }
+}
+
+}  // namespace
+
+void CountMdRequest(MdStats* s, proto::Opcode op, const google::protobuf::Message& req,
+                    uint64_t usecs) {
+  const std::string_view job = JobOf(req);
+  switch (op) {
+    case proto::OP_MDS_CREATE: {
+      const auto& r = static_cast<const proto::CreateRequest&>(req);
+      if ((r.mode() & S_IFMT) == S_IFDIR) {
+        s->Count(job, kMdMkdir, usecs);
+      } else {
+        s->Count(job, kMdMknod, usecs);
+        if (r.open()) s->Count(job, kMdOpen, usecs);
+      }
+      return;
+    }
+    case proto::OP_MDS_UNLINK:
+      s->Count(job, static_cast<const proto::UnlinkRequest&>(req).is_dir() ? kMdRmdir : kMdUnlink,
+               usecs);
+      return;
+    case proto::OP_MDS_RENAME: {
+      const auto& r = static_cast<const proto::RenameRequest&>(req);
+      s->Count(job, kMdRename, usecs);
+      s->Count(job, r.old_parent() == r.new_parent() ? kMdSamedirRename : kMdCrossdirRename,
+               usecs);
+      return;
+    }
+    case proto::OP_MDS_CLOSE: {
+      const auto& r = static_cast<const proto::CloseRequest&>(req);
+      if (r.handle() != 0) s->Count(job, kMdClose, usecs);
+      if (r.sync()) s->Count(job, kMdSync, usecs);
+      return;
+    }
+    default:
+      s->Count(job, Simple(op), usecs);
+  }
+}
+
+}  // namespace stria::mds
