@@ -125,7 +125,8 @@ class RpcServer::Impl : public RequestHandler {
   uint16_t port() const { return port_; }
   RpcServer::Load load() const {
     return {active_.load(std::memory_order_relaxed), requests_.load(std::memory_order_relaxed),
-            options_.worker_threads};
+            options_.worker_threads, bulk_checked_.load(std::memory_order_relaxed),
+            bulk_unchecked_.load(std::memory_order_relaxed)};
   }
 
   void Stop() {
@@ -336,6 +337,10 @@ class RpcServer::Impl : public RequestHandler {
     requests_.fetch_add(1, std::memory_order_relaxed);
     // A request whose bulk the client sent without a checksum (osc.*.checksums=0) has no
     // kFlagBulkCrc; the header itself is always checksummed, so the flag is trustworthy.
+    if (h.bulk_len > 0) {
+      ((h.flags & kFlagBulkCrc) ? bulk_checked_ : bulk_unchecked_)
+          .fetch_add(1, std::memory_order_relaxed);
+    }
     if (h.bulk_len > 0 && (h.flags & kFlagBulkCrc) &&
         Crc32c(bulk.data(), bulk.size()) != h.bulk_crc) {
       Status st(Code::kChecksum, "request bulk checksum mismatch from " + s.peer);
@@ -480,6 +485,7 @@ class RpcServer::Impl : public RequestHandler {
   std::atomic<bool> running_{false};
   std::atomic<int64_t> active_{0};     // handlers running now (RpcServer::Load)
   std::atomic<uint64_t> requests_{0};  // requests received since start
+  std::atomic<uint64_t> bulk_checked_{0}, bulk_unchecked_{0};  // request bulks (Load)
   std::atomic<int64_t> last_sweep_{0};  // steady-clock ticks of the last stall sweep
   std::vector<std::thread> workers_;
 

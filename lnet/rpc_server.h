@@ -101,11 +101,15 @@ class RpcServer {
   uint16_t port() const;
 
   // How busy the server is, for /metrics: handlers running now (at most worker_threads;
-  // requests beyond wait in their sockets), and requests received since Start.
+  // requests beyond wait in their sockets), requests received since Start, and of those the
+  // requests with a bulk, by whether it came with a crc32c (kFlagBulkCrc) or without one
+  // (kFlagBulkNoCrc: the client's osc.*.checksums=0).
   struct Load {
     int64_t active = 0;
     uint64_t requests = 0;
     int workers = 0;
+    uint64_t bulk_checked = 0;
+    uint64_t bulk_unchecked = 0;
   };
   Load load() const;
 

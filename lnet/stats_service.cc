@@ -16,4 +16,23 @@ void RegisterStatsService(RpcServer* server, StatsRegistry* registry) {
       });
 }
 
+void AddRpcServerMetrics(const RpcServer& server, std::string_view service, PromText* page) {
+  const RpcServer::Load load = server.load();
+  const PromLabels l = {{"service", std::string(service)}};
+  page->Add("stria_rpc_active_requests", "gauge",
+            "requests being handled now (at most the worker threads)", l,
+            static_cast<double>(load.active));
+  page->Add("stria_rpc_workers", "gauge", "RPC worker threads", l, load.workers);
+  page->Add("stria_rpc_requests_total", "counter", "requests received", l,
+            static_cast<double>(load.requests));
+  for (const auto& [kind, n] : {std::pair<const char*, uint64_t>{"crc32c", load.bulk_checked},
+                                {"none", load.bulk_unchecked}}) {
+    PromLabels b = l;
+    b.emplace_back("checksum", kind);
+    page->Add("stria_rpc_bulk_requests_total", "counter",
+              "requests with a bulk, by its wire checksum (none: osc.*.checksums=0)", b,
+              static_cast<double>(n));
+  }
+}
+
 }  // namespace stria::lnet

@@ -16,10 +16,12 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "common/metrics_server.h"
 #include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_server.h"
+#include "lnet/stats_service.h"
 #include "mds/destroy_queue.h"
 #include "mds/lnet_ost_gateway.h"
 #include "mds/mds_service.h"
@@ -42,6 +44,7 @@ bool WritePortFile(const std::string& path, uint16_t port) {
 
 int main(int argc, char** argv) {
   CLI::App app{"stria-mds: Stria metadata server and management service"};
+  app.set_version_flag("--version", std::string("stria-mds ") + stria::kVersion + " (Stria)");
   std::string fsname, data, listen = "0.0.0.0@tcp:988", port_file, log_level;
   int threads = 8;
   std::string root_squash;
@@ -165,14 +168,7 @@ int main(int argc, char** argv) {
     st = metrics.Start(metrics_addr, [&service, &server] {
       stria::PromText page;
       service.AddMetrics(&page);
-      const stria::lnet::RpcServer::Load load = server.load();
-      page.Add("stria_rpc_active_requests", "gauge",
-               "requests being handled now (at most the worker threads)", {{"service", "mds"}},
-               static_cast<double>(load.active));
-      page.Add("stria_rpc_workers", "gauge", "RPC worker threads", {{"service", "mds"}},
-               load.workers);
-      page.Add("stria_rpc_requests_total", "counter", "requests received", {{"service", "mds"}},
-               static_cast<double>(load.requests));
+      stria::lnet::AddRpcServerMetrics(server, "mds", &page);
       return page.str();
     });
     if (!st.ok() || (!metrics_port_file.empty() && !WritePortFile(metrics_port_file, metrics.port()))) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "lnet/stats_service.h"
 
 namespace stria::oss {
 namespace {
@@ -204,16 +205,7 @@ Result<OstMeta> OssServer::FormatPending(uint32_t index, const std::string& mgs_
 std::string OssServer::MetricsPage() const {
   PromText page;
   service_.AddMetrics(&page);
-  if (server_) {
-    const lnet::RpcServer::Load load = server_->load();
-    page.Add("stria_rpc_active_requests", "gauge",
-             "requests being handled now (at most the worker threads)", {{"service", "ost"}},
-             static_cast<double>(load.active));
-    page.Add("stria_rpc_workers", "gauge", "RPC worker threads", {{"service", "ost"}},
-             load.workers);
-    page.Add("stria_rpc_requests_total", "counter", "requests received", {{"service", "ost"}},
-             static_cast<double>(load.requests));
-  }
+  if (server_) lnet::AddRpcServerMetrics(*server_, "ost", &page);
   return page.str();
 }
 
