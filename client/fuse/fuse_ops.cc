@@ -280,9 +280,8 @@ Status StriaFs::SetLov(fuse_req_t req, uint64_t ino, std::string_view value) {
 Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const char* value,
                            size_t size, int flags) {
   if (name == kCapabilityXattr) return Status(Code::kNotSup, "file capabilities unsupported");
-  const std::string_view xname(name);
-  if (ino == FUSE_ROOT_ID && xname.starts_with(kLctlXattrPrefix)) {
-    const std::string_view rest = xname.substr(kLctlXattrPrefix.size());
+  if (const auto lctl = LctlXattrRest(ino, name)) {
+    const std::string_view rest = *lctl;
     if (!rest.starts_with("set.")) return Status(Code::kNotSup, "use user.stria.lctl.set.NAME");
     return SetLocalParam(req, rest.substr(4), std::string_view(value, size));
   }
@@ -295,9 +294,8 @@ Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const
 Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_t size,
                            std::string* value, size_t* full_size) {
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
-  const std::string_view xname(name);
-  if (ino == FUSE_ROOT_ID && xname.starts_with(kLctlXattrPrefix)) {
-    const std::string_view rest = xname.substr(kLctlXattrPrefix.size());
+  if (const auto lctl = LctlXattrRest(ino, name)) {
+    const std::string_view rest = *lctl;
     const bool list = rest.starts_with("list.");
     if (!list && !rest.starts_with("get.")) return Status(Code::kNoData, "no such attribute");
     std::string text = GetLocalParams(rest.substr(list ? 5 : 4), list);

@@ -18,6 +18,11 @@ struct Param {
 
 }  // namespace
 
+std::optional<std::string_view> LctlXattrRest(uint64_t ino, std::string_view name) {
+  if (ino != FUSE_ROOT_ID || !name.starts_with(kLctlXattrPrefix)) return std::nullopt;
+  return name.substr(kLctlXattrPrefix.size());
+}
+
 std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
     std::map<std::string, std::function<void()>>* clears) {
   std::map<std::string, std::function<std::string()>> out;

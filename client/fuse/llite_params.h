@@ -17,6 +17,8 @@
 // Thread-safety: all thread-safe.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "common/stats.h"
@@ -24,6 +26,12 @@
 namespace stria::client::fuse {
 
 inline constexpr std::string_view kLctlXattrPrefix = "user.stria.lctl.";
+
+// Whether the extended attribute `name` of FUSE inode `ino` is one of lctl's above (on the
+// mount's root, under kLctlXattrPrefix): then the rest of the name ("get.PATTERN",
+// "list.PATTERN", "set.NAME"), else nullopt and the attribute is the file's own. The one
+// place getxattr and setxattr decide it.
+std::optional<std::string_view> LctlXattrRest(uint64_t ino, std::string_view name);
 
 enum LliteCounter : size_t {
   kLlReadBytes, kLlWriteBytes, kLlRead, kLlWrite, kLlOpen, kLlClose, kLlFsync, kLlReaddir,
