@@ -21,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "common/metrics_server.h"
 #include "lnet/lnd.h"
 #include "lnet/nid.h"
@@ -50,6 +51,7 @@ Status WritePortFile(const std::string& path, uint16_t port) {
 
 int main(int argc, char** argv) {
   CLI::App app{"stria-oss: Stria object storage server"};
+  app.set_version_flag("--version", std::string("stria-oss ") + stria::kVersion + " (Stria)");
   std::string mgs, listen = "127.0.0.1@tcp:0", port_file, log_level;
   std::vector<std::string> ost_args;
   int threads = 8;

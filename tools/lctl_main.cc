@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_client.h"
@@ -442,7 +443,7 @@ int main(int argc, char** argv) {
       device = argv[i + 1];
       i += 2;
     } else if (a == "--version") {
-      std::printf("lctl %s (Stria)\n", STRIA_VERSION);
+      std::printf("lctl %s (Stria)\n", stria::kVersion);
       return 0;
     } else if (a == "--help" || a == "-h") {
       PrintHelp(stdout);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/version.h"
 #include "tools/lfs_commands.h"
 
 namespace stria::tools {
@@ -67,7 +68,7 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "--version" || cmd == "version") {
-    std::printf("lfs %s (Stria)\n", STRIA_VERSION);
+    std::printf("lfs %s (Stria)\n", stria::kVersion);
     return 0;
   }
   if (cmd == "help" || cmd == "--help" || cmd == "-h") return Help(argc - 1, argv + 1);

@@ -29,6 +29,7 @@
 #include "client/fuse/mount_options.h"
 #include "client/mount_spec.h"
 #include "common/log.h"
+#include "common/version.h"
 #include "lnet/lnd.h"
 
 namespace stria::client::fuse {
@@ -183,6 +184,7 @@ int Main(int argc, char** argv) {
   CLI::App app{as_mount_helper ? "Mount a Stria filesystem (helper for mount -t stria)"
                                : "Mount a Stria filesystem with FUSE",
                a.prog};
+  app.set_version_flag("--version", a.prog + " " + stria::kVersion + " (Stria)");
   app.add_option("device", a.device, "NID[,NID...]:/fsname, e.g. 127.0.0.1@tcp:988:/training")
       ->required();
   app.add_option("mountpoint", a.mountpoint, "the directory to mount on")->required();
