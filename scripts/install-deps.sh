@@ -18,6 +18,7 @@ PACKAGES=(
   python3-fsspec libssl-dev
   clang-14 libclang-rt-14-dev
   libcivetweb-dev python3-prometheus-client
+  groff-base
 )
 
 SUDO=()
