@@ -84,7 +84,23 @@ def _layout_struct(stripe_count=None, stripe_size=None, stripe_offset=None, pool
     return l
 
 
-class Filesystem:
+class _Closing:
+    """close() on leaving a with block and when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Filesystem(_Closing):
     """One connection to a Stria filesystem. Thread-safe. Not inherited across fork():
     a child process (a DataLoader worker) connects again (stria.torch does it for you)."""
 
@@ -115,18 +131,6 @@ class Filesystem:
             if self._h is not None and os.getpid() == self._pid:
                 _c.stria_disconnect(self._h)
             self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         return f"<stria.Filesystem {self.device!r}{' closed' if self._h is None else ''}>"
@@ -482,7 +486,7 @@ class File(io.RawIOBase):
         return f"<stria.File name={self.name!r} mode={self.mode!r}>"
 
 
-class Queue:
+class Queue(_Closing):
     """Asynchronous reads and writes (libstria's IoQueue): submit many, reap completions.
 
         q = fs.queue(64)
@@ -549,15 +553,3 @@ class Queue:
             _c.stria_queue_destroy(self._h)
             self._h = None
             self._keep.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
