@@ -33,23 +33,46 @@ _DT_DIR, _DT_REG, _DT_LNK = 4, 8, 10
 DEFAULT_BUFFER = 1 << 20
 
 
+DEFAULT_MOUNT = "/mnt/training-data"
+
+
+def _unescape(field):
+    """A /proc/mounts field: octal escapes (\\040 for a space) decoded."""
+    import re
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
 def find_device(fsname=None, mounts="/proc/mounts"):
-    """The device (`NID:/fsname`) of a mounted Stria filesystem: $STRIA_DEVICE, else the
-    first stria mount in /proc/mounts (the one named `fsname` when given)."""
+    """The device (`NID:/fsname`) of a mounted Stria filesystem: $STRIA_DEVICE, else from
+    the stria mounts in /proc/mounts (only those of `fsname` when given): the one holding
+    the current directory, else the one at /mnt/training-data, else the first."""
     env = os.environ.get("STRIA_DEVICE")
     if env and (fsname is None or env.endswith(":/" + fsname)):
         return env
+    found = []  # (mount point, device)
     try:
         with open(mounts) as f:
             for line in f:
                 parts = line.split()
                 if len(parts) < 3 or not parts[2].startswith("fuse.stria"):
                     continue
-                dev = parts[0]
+                dev = _unescape(parts[0])
                 if ":/" in dev and (fsname is None or dev.endswith(":/" + fsname)):
-                    return dev
+                    found.append((_unescape(parts[1]), dev))
     except OSError:
         pass
+    if found:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = ""
+        inside = [(mp, d) for mp, d in found if cwd == mp or cwd.startswith(mp.rstrip("/") + "/")]
+        if inside:
+            return max(inside, key=lambda x: len(x[0]))[1]
+        for mp, d in found:
+            if mp == DEFAULT_MOUNT:
+                return d
+        return found[0][1]
     what = f"filesystem '{fsname}'" if fsname else "Stria filesystem"
     raise OSError(19, f"no mounted {what} found; pass a device such as "
                       "'10.0.0.5@tcp:/training' or set STRIA_DEVICE")
