@@ -251,5 +251,37 @@ TEST_F(StatsTest, MetricsParseAndAgreeWithLctl) {
       << mds.out;
 }
 
+// The Grafana dashboard shipped in docs/ queries only metrics the daemons really export:
+// after OST writes and MDT creates under a job id, every stria_* name in its queries is on
+// the MDS's or the OSS's /metrics page (tests/metrics_scrape.py --dashboard).
+TEST_F(StatsTest, GrafanaDashboardQueriesExportedMetrics) {
+  proto::EntryReply f = Create("dashboard", 1);
+  {
+    client::ScopedJobId job("job-dashboard");
+    std::vector<uint8_t> data(kK, 2);
+    ASSERT_TRUE(client_->Write(f.layout(), 0, data).ok());
+  }
+  proto::CreateRequest req;  // a metadata operation under a job id: mdt job_stats
+  *req.mutable_cred() = RootCred();
+  req.mutable_cred()->set_jobid("job-dashboard");
+  req.set_parent(1);
+  req.set_name("dashboard-dir");
+  req.set_mode(S_IFDIR | 0755);
+  proto::EntryReply rep;
+  ASSERT_TRUE(client_->MdsCall(proto::OP_MDS_CREATE, req, &rep).ok());
+  auto url = [](const char* what) {
+    std::ifstream in(PortFile(what));
+    int p = 0;
+    in >> p;
+    return "http://127.0.0.1:" + std::to_string(p) + "/metrics";
+  };
+  const std::string src = STRIA_SOURCE_DIR;
+  CommandResult r = RunCommand({"/usr/bin/python3", src + "/tests/metrics_scrape.py",
+                                "--dashboard", src + "/docs/grafana-stria.json", url("mds"),
+                                url("oss")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find(" metrics queried"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace stria::testing
