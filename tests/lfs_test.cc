@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -253,6 +254,21 @@ TEST_F(LfsTest, DfListsEveryOst) {
   }
   EXPECT_NE(r.out.find("MDT0000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("filesystem_summary"), std::string::npos) << r.out;
+  // The MDT row shows the MDS's disk, as df of its data directory does (not zeros).
+  std::istringstream rows(r.out);
+  std::string row;
+  uint64_t mdt_kb = 0;
+  while (std::getline(rows, row)) {
+    if (row.find("MDT0000_UUID") == std::string::npos) continue;
+    std::istringstream f(row);
+    std::string uuid;
+    f >> uuid >> mdt_kb;
+  }
+  struct statvfs vfs {};
+  ASSERT_EQ(statvfs((g_cluster->dir() + "/mds").c_str(), &vfs), 0);
+  const uint64_t disk_kb = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize / 1024;
+  EXPECT_GT(mdt_kb, 0u) << r.out;
+  EXPECT_NEAR(static_cast<double>(mdt_kb), static_cast<double>(disk_kb), disk_kb * 0.01) << r.out;
   r = Lfs({"df", "-h", mnt_});
   EXPECT_EQ(r.exit_code, 0) << Show(r);
 }
