@@ -179,7 +179,7 @@ TEST(RootSquashTest, RootRunsAsSquashedUser) {
   so.fsname = "testfs";
   lnet::RpcServer server(so);
   MdsServiceOptions opts;
-  opts.root_squash = true;
+  opts.squash.root_squash = true;
   MdsService service(&f.ns(), nullptr, opts);
   service.Register(&server);
   ASSERT_TRUE(server.Start(*lnet::Nid::Parse("127.0.0.1@tcp:0")).ok());

@@ -1,0 +1,236 @@
+// Authentication and root squash against real daemons and a real mount (docs/security.md).
+//
+// One cluster with a cluster key and --root-squash 4242:4242: the mount (given the key) reads
+// and writes, and what root creates through it belongs to 4242:4242; a client without the
+// key, and one with another key, are refused with kAccess "authentication failed" while the
+// MDS logs exactly one line per refused connection and keeps serving the mount; a mount
+// with the wrong key fails; lctl with and without the key; the C API through the Python
+// package with key_file= and without. A second cluster, without a key, squashes root except
+// from the NIDs in --nosquash-nids.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "client/native.h"
+#include "lnet/auth.h"
+#include "tests/harness/client_util.h"
+#include "tests/harness/cluster.h"
+
+namespace stria::testing {
+namespace {
+
+constexpr uint32_t kSquashId = 4242;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Lines of `log` containing `needle`.
+int CountLines(const std::string& log, const std::string& needle) {
+  std::istringstream in(ReadAll(log));
+  int n = 0;
+  for (std::string line; std::getline(in, line);) n += line.find(needle) != std::string::npos;
+  return n;
+}
+
+class AuthTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    unsetenv("STRIA_KEY_FILE");  // the tests choose every key explicitly
+    ClusterOptions o;
+    o.tag = "auth";
+    o.fsname = "authfs";
+    o.num_oss = 1;
+    o.osts_per_oss = 2;
+    o.num_mounts = 2;
+    o.cluster_key = true;
+    o.mds_args = {"--root-squash", std::to_string(kSquashId) + ":" + std::to_string(kSquashId)};
+    cluster_ = new Cluster(o);
+    Status st = cluster_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    wrong_key_ = cluster_->dir() + "/wrong.key";
+    ASSERT_TRUE(lnet::WriteNewKeyFile(wrong_key_, false).ok());
+  }
+  static void TearDownTestSuite() { delete cluster_; }
+
+  static Result<std::unique_ptr<client::NativeFs>> Connect(const std::string& key_file) {
+    client::NativeOptions o;
+    o.key_file = key_file;
+    o.timeout_ms = 5'000;
+    o.start_session = false;
+    return client::NativeFs::Connect(cluster_->device(), o);
+  }
+
+  static Cluster* cluster_;
+  static std::string wrong_key_;
+};
+Cluster* AuthTest::cluster_ = nullptr;
+std::string AuthTest::wrong_key_;
+
+TEST_F(AuthTest, MountWithTheKeyWorksAndRootIsSquashed) {
+  const std::string path = cluster_->mount_point(0) + "/by-root";
+  {
+    std::ofstream out(path);
+    out << "written through an authenticated mount";
+    ASSERT_TRUE(out.good());
+  }
+  EXPECT_EQ(ReadAll(path), "written through an authenticated mount");
+  struct stat st{};
+  ASSERT_EQ(stat(path.c_str(), &st), 0) << strerror(errno);
+  EXPECT_EQ(st.st_size, 38);
+  // Root on this client is squashed: the file belongs to the squash uid and gid.
+  EXPECT_EQ(st.st_uid, kSquashId);
+  EXPECT_EQ(st.st_gid, kSquashId);
+  // And a libstria client with the key sees it too.
+  auto fs = Connect(cluster_->key_file());
+  ASSERT_TRUE(fs.ok()) << fs.status().ToString();
+  auto attr = (*fs)->Stat("/by-root");
+  ASSERT_TRUE(attr.ok()) << attr.status().ToString();
+  EXPECT_EQ(attr->size(), 38u);
+}
+
+TEST_F(AuthTest, ClientWithoutTheKeyIsRefusedWithOneLogLine) {
+  const std::string log = cluster_->mds_log();
+  const int before = CountLines(log, "authentication failed");
+  auto fs = Connect(/*key_file=*/"");  // no $STRIA_KEY_FILE, no /etc/stria/stria.key here
+  ASSERT_FALSE(fs.ok());
+  EXPECT_EQ(fs.status().code(), Code::kAccess) << fs.status().ToString();
+  EXPECT_NE(fs.status().message().find("authentication failed"), std::string::npos)
+      << fs.status().ToString();
+  EXPECT_EQ(CountLines(log, "authentication failed") - before, 1) << ReadAll(log);
+  EXPECT_EQ(CountLines(log, "presented no cluster key"), 1);
+  // The MDS keeps serving the authenticated mount.
+  struct stat st{};
+  EXPECT_EQ(stat(cluster_->mount_point(0).c_str(), &st), 0);
+  const std::string path = cluster_->mount_point(0) + "/after-refusal";
+  std::ofstream(path) << "still served";
+  EXPECT_EQ(ReadAll(path), "still served");
+}
+
+TEST_F(AuthTest, ClientWithAnotherKeyIsRefused) {
+  const std::string log = cluster_->mds_log();
+  const int before = CountLines(log, "wrong cluster key");
+  auto fs = Connect(wrong_key_);
+  ASSERT_FALSE(fs.ok());
+  EXPECT_EQ(fs.status().code(), Code::kAccess) << fs.status().ToString();
+  EXPECT_NE(fs.status().message().find("authentication failed"), std::string::npos);
+  EXPECT_EQ(CountLines(log, "wrong cluster key") - before, 1) << ReadAll(log);
+}
+
+TEST_F(AuthTest, OssRefusesAClientWithoutTheKey) {
+  // Straight to an OSS, bypassing the MGS: its NID from the keyed client's configuration.
+  auto keyed = ConnectClient(*cluster_);
+  ASSERT_TRUE(keyed.ok()) << keyed.status().ToString();
+  auto cfg = (*keyed)->GetConfig();
+  ASSERT_TRUE(cfg.ok());
+  ASSERT_GT(cfg->osts_size(), 0);
+  auto nid = lnet::Nid::Parse(cfg->osts(0).nid());
+  ASSERT_TRUE(nid.ok());
+  lnet::ClientOptions opts;
+  opts.retry_deadline_ms = 3'000;
+  lnet::RpcClient plain(*nid, opts);
+  proto::OstStatfsRequest req;
+  req.set_ost_idx(cfg->osts(0).index());
+  proto::OstStatfsReply rep;
+  Status st = plain.Call(proto::OP_OST_STATFS, req, &rep);
+  EXPECT_EQ(st.code(), Code::kAccess) << st.ToString();
+  EXPECT_GE(CountLines(cluster_->oss_log(0), "authentication failed"), 1);
+  // The same request with the key is served.
+  auto keys = lnet::LoadKeyRing({cluster_->key_file()});
+  ASSERT_TRUE(keys.ok());
+  opts.keys = *keys;
+  lnet::RpcClient keyed_rpc(*nid, opts);
+  EXPECT_TRUE(keyed_rpc.Call(proto::OP_OST_STATFS, req, &rep).ok());
+}
+
+TEST_F(AuthTest, MountWithTheWrongKeyFails) {
+  Status st = cluster_->Mount(1, {"key_file=" + wrong_key_, "connect_timeout=3"});
+  EXPECT_FALSE(st.ok());
+  EXPECT_FALSE(cluster_->Mounted(1));
+  EXPECT_NE(ReadAll(cluster_->fuse_log(1)).find("authentication failed"), std::string::npos)
+      << ReadAll(cluster_->fuse_log(1));
+}
+
+TEST_F(AuthTest, LctlNeedsTheKey) {
+  CommandResult with = RunCommand({BinPath("lctl"), "--key-file", cluster_->key_file(), "--mgs",
+                                   cluster_->mgs_nid(), "dl"});
+  EXPECT_EQ(with.exit_code, 0) << with.err;
+  EXPECT_NE(with.out.find("authfs-OST0000"), std::string::npos) << with.out;
+  CommandResult without = RunCommand({BinPath("lctl"), "--mgs", cluster_->mgs_nid(), "dl"});
+  EXPECT_NE(without.exit_code, 0);
+  EXPECT_NE(without.err.find("authentication failed"), std::string::npos) << without.err;
+}
+
+TEST_F(AuthTest, LctlKeygenRefusesToOverwrite) {
+  const std::string path = cluster_->dir() + "/keygen.key";
+  CommandResult first = RunCommand({BinPath("lctl"), "keygen", path});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  struct stat st{};
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const std::string key = ReadAll(path);
+  EXPECT_EQ(key.size(), 65u);  // 64 hex digits and a newline
+  CommandResult again = RunCommand({BinPath("lctl"), "keygen", path});
+  EXPECT_NE(again.exit_code, 0);
+  EXPECT_EQ(ReadAll(path), key);
+  CommandResult forced = RunCommand({BinPath("lctl"), "keygen", "--force", path});
+  EXPECT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_NE(ReadAll(path), key);
+}
+
+#if defined(STRIA_PYTHON) && defined(STRIA_LIBRARY_PATH)
+// The C API (stria_connect_opts.key_file) through the Python package.
+TEST_F(AuthTest, PythonAndCApiConnectWithAKeyFile) {
+  const std::string script =
+      "import sys, stria\n"
+      "fs = stria.connect(sys.argv[1], key_file=sys.argv[2], timeout=5)\n"
+      "print(fs.read_bytes('/by-root-py') if 'by-root-py' in fs.listdir('/') else b'')\n"
+      "fs.write_bytes('/by-root-py', b'python')\n"
+      "print(fs.read_bytes('/by-root-py').decode())\n"
+      "try:\n"
+      "    stria.connect(sys.argv[1], key_file=sys.argv[3], timeout=5)\n"
+      "    print('wrong key accepted')\n"
+      "except PermissionError as e:\n"
+      "    print('refused:', e)\n";
+  CommandResult r = RunCommand({"/usr/bin/env", "STRIA_LIBRARY=" STRIA_LIBRARY_PATH,
+                                "PYTHONPATH=" STRIA_PYTHON_DIR, STRIA_PYTHON, "-c", script,
+                                cluster_->device(), cluster_->key_file(), wrong_key_});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("\npython\n"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("refused:"), std::string::npos) << r.out << r.err;
+  EXPECT_NE(r.out.find("authentication failed"), std::string::npos) << r.out << r.err;
+}
+#endif
+
+// Root squash without a key, and a NID that keeps its root.
+TEST(RootSquashMountTest, NosquashNidKeepsRootOthersAreSquashed) {
+  for (bool nosquash : {false, true}) {
+    ClusterOptions o;
+    o.tag = "squash";
+    o.fsname = "sqfs";
+    o.num_oss = 1;
+    o.osts_per_oss = 1;
+    o.mds_args = {"--root-squash", "4243:4244"};
+    if (nosquash) o.mds_args.insert(o.mds_args.end(), {"--nosquash-nids", "10.9.9.9@tcp 127.0.0.[1-3]@tcp"});
+    Cluster c(o);
+    Status st = c.Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    const std::string path = c.mount_point(0) + "/f";
+    std::ofstream(path) << "x";
+    struct stat sb{};
+    ASSERT_EQ(stat(path.c_str(), &sb), 0) << strerror(errno);
+    EXPECT_EQ(sb.st_uid, nosquash ? 0u : 4243u) << "nosquash=" << nosquash;
+    EXPECT_EQ(sb.st_gid, nosquash ? 0u : 4244u) << "nosquash=" << nosquash;
+  }
+}
+
+}  // namespace
+}  // namespace stria::testing
