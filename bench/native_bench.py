@@ -11,7 +11,9 @@ tar    writes tar shards of 64 MiB (WebDataset layout, samples of ~100 KB) total
        mount and through the passthrough (open()). MB/s, and CPU-seconds per GiB of the
        filesystem's processes (--pids) plus this process.
 small  writes N files of 100 KB once per target, drops the page cache, and reads them with 8
-       worker processes (each connected natively, or with open() on a mount). files/s.
+       worker processes (each connected natively, or with open() on a mount). files/s. The
+       passthrough gets at most 15,000 of them: passthrough_ll keeps a descriptor per inode
+       and a process here may hold 20,000.
 ckpt   saves a state dict of N MiB of tensors with stria.checkpoint.save, and writes the
        same bytes to local disk (--local-dir) as 8 files with fsync, then renames them.
        MB/s and CPU-seconds per GiB.
@@ -145,22 +147,27 @@ def _read_mount(paths):
     return len(paths)
 
 
+PT_MAX_FILES = 15_000
+
+
 def cmd_small(a, fs):
     per_dir = 10_000
     names = [f"d{i // per_dir:03d}/f{i:06d}" for i in range(a.files)]
+    pt_names = names[:PT_MAX_FILES]
     blob = os.urandom(100_000)
     for d in sorted({n.split("/")[0] for n in names}):
         fs.mkdir(f"{a.fs_dir}/{d}", exist_ok=True)
         os.makedirs(f"{a.pt_dir}/{d}", exist_ok=True)
     for n in names:
         fs.write_bytes(f"{a.fs_dir}/{n}", blob)
+    for n in pt_names:
         with open(f"{a.pt_dir}/{n}", "wb") as f:
             f.write(blob)
     workers = 8
     for target in a.order.split(","):
         drop_caches()
         base = {"native": a.fs_dir, "mount": a.mount_dir, "passthrough": a.pt_dir}[target]
-        paths = [f"{base}/{n}" for n in names]
+        paths = [f"{base}/{n}" for n in (pt_names if target == "passthrough" else names)]
         chunks = [paths[i::workers] for i in range(workers)]
         with Meter(a.pids if target != "passthrough" else a.pt_pids) as m:
             with multiprocessing.get_context("fork").Pool(workers) as pool:

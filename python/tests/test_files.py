@@ -144,6 +144,9 @@ def test_bad_input_raises_oserror_with_errno(fs, tmpdir_fs):
         f.write(b"after close")
     with pytest.raises(ValueError):
         f.read()
+    # ".." never leaves the filesystem: /../../etc/passwd is /etc/passwd inside it.
+    with pytest.raises(FileNotFoundError):
+        fs.stat("/../../etc/passwd")
     with pytest.raises(OSError) as e:
         stria.connect("not a device")
     assert e.value.errno == errno.EINVAL
@@ -173,3 +176,21 @@ def test_server_gone_is_an_errno_not_a_crash(tmpdir_fs):
             os.kill(p, signal.SIGCONT)
     f.close()
     conn.close()
+
+
+def test_connect_without_a_device_finds_the_mount(tmp_path, monkeypatch, mount):
+    # The mount's own line from /proc/mounts: stria.find_device reads that format.
+    with open("/proc/mounts") as f:
+        line = next(l for l in f if l.split()[1] == mount)
+    assert line.split()[2] == "fuse.stria"
+    mounts = tmp_path / "mounts"
+    mounts.write_text("proc /proc proc rw 0 0\n" + line)
+    monkeypatch.delenv("STRIA_DEVICE", raising=False)
+    device = stria.find_device(mounts=str(mounts))
+    assert device == line.split()[0]
+    fsname = device.rsplit(":/", 1)[1]
+    assert stria.find_device(fsname, mounts=str(mounts)) == device
+    with pytest.raises(OSError):
+        stria.find_device("no-such-fs", mounts=str(mounts))
+    with stria.connect(device) as conn:
+        assert conn.isdir("/")

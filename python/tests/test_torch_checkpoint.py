@@ -145,3 +145,16 @@ def test_checkpoint_killed_at_random_moments_is_always_loadable(fs, tmpdir_fs):
     stria.checkpoint.save({"step": -1}, path, fs)
     assert [n for n in fs.listdir(d) if n.startswith(".live.pt.")] != []
     assert len([n for n in fs.listdir(d) if n.startswith(".live.pt.")]) == 1
+
+
+def test_the_documented_dataloader_example_runs(fs):
+    example = os.path.join(os.path.dirname(__file__), "..", "examples", "dataloader_example.py")
+    r = subprocess.run([sys.executable, example, os.environ["STRIA_DEVICE"]],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "epoch 1: 256 samples" in r.stdout
+    assert fs.isfile("/examples/model.pt")
+    # docs/python.md shows this very file.
+    doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "python.md")
+    with open(doc) as d, open(example) as e:
+        assert e.read() in d.read()
