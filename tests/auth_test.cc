@@ -1,16 +1,17 @@
 // Authentication and root squash against real daemons and a real mount (docs/security.md).
 //
-// One cluster with a cluster key and --root-squash 4242:4242: the mount (given the key) reads
-// and writes, and what root creates through it belongs to 4242:4242; a client without the
+// One cluster with a cluster key: the mount (given the key) reads and writes; a client without the
 // key, and one with another key, are refused with kAccess "authentication failed" while the
 // MDS logs exactly one line per refused connection and keeps serving the mount; a mount
 // with the wrong key fails; lctl with and without the key; the C API through the Python
-// package with key_file= and without. A second cluster, without a key, squashes root except
-// from the NIDs in --nosquash-nids.
+// package with key_file= and without. Root squash through a mount: a cluster whose MDS
+// squashes root (--root-squash), then one that keeps root for the NIDs in --nosquash-nids.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -23,8 +24,6 @@
 
 namespace stria::testing {
 namespace {
-
-constexpr uint32_t kSquashId = 4242;
 
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path);
@@ -52,7 +51,6 @@ class AuthTest : public ::testing::Test {
     o.osts_per_oss = 2;
     o.num_mounts = 2;
     o.cluster_key = true;
-    o.mds_args = {"--root-squash", std::to_string(kSquashId) + ":" + std::to_string(kSquashId)};
     cluster_ = new Cluster(o);
     Status st = cluster_->Start();
     ASSERT_TRUE(st.ok()) << st.ToString();
@@ -75,7 +73,7 @@ class AuthTest : public ::testing::Test {
 Cluster* AuthTest::cluster_ = nullptr;
 std::string AuthTest::wrong_key_;
 
-TEST_F(AuthTest, MountWithTheKeyWorksAndRootIsSquashed) {
+TEST_F(AuthTest, MountWithTheKeyWorks) {
   const std::string path = cluster_->mount_point(0) + "/by-root";
   {
     std::ofstream out(path);
@@ -86,9 +84,7 @@ TEST_F(AuthTest, MountWithTheKeyWorksAndRootIsSquashed) {
   struct stat st{};
   ASSERT_EQ(stat(path.c_str(), &st), 0) << strerror(errno);
   EXPECT_EQ(st.st_size, 38);
-  // Root on this client is squashed: the file belongs to the squash uid and gid.
-  EXPECT_EQ(st.st_uid, kSquashId);
-  EXPECT_EQ(st.st_gid, kSquashId);
+  EXPECT_EQ(st.st_uid, 0u);
   // And a libstria client with the key sees it too.
   auto fs = Connect(cluster_->key_file());
   ASSERT_TRUE(fs.ok()) << fs.status().ToString();
@@ -192,7 +188,6 @@ TEST_F(AuthTest, PythonAndCApiConnectWithAKeyFile) {
   const std::string script =
       "import sys, stria\n"
       "fs = stria.connect(sys.argv[1], key_file=sys.argv[2], timeout=5)\n"
-      "print(fs.read_bytes('/by-root-py') if 'by-root-py' in fs.listdir('/') else b'')\n"
       "fs.write_bytes('/by-root-py', b'python')\n"
       "print(fs.read_bytes('/by-root-py').decode())\n"
       "try:\n"
@@ -210,26 +205,56 @@ TEST_F(AuthTest, PythonAndCApiConnectWithAKeyFile) {
 }
 #endif
 
-// Root squash without a key, and a NID that keeps its root.
-TEST(RootSquashMountTest, NosquashNidKeepsRootOthersAreSquashed) {
-  for (bool nosquash : {false, true}) {
-    ClusterOptions o;
-    o.tag = "squash";
-    o.fsname = "sqfs";
-    o.num_oss = 1;
-    o.osts_per_oss = 1;
-    o.mds_args = {"--root-squash", "4243:4244"};
-    if (nosquash) o.mds_args.insert(o.mds_args.end(), {"--nosquash-nids", "10.9.9.9@tcp 127.0.0.[1-3]@tcp"});
-    Cluster c(o);
-    Status st = c.Start();
-    ASSERT_TRUE(st.ok()) << st.ToString();
-    const std::string path = c.mount_point(0) + "/f";
-    std::ofstream(path) << "x";
-    struct stat sb{};
-    ASSERT_EQ(stat(path.c_str(), &sb), 0) << strerror(errno);
-    EXPECT_EQ(sb.st_uid, nosquash ? 0u : 4243u) << "nosquash=" << nosquash;
-    EXPECT_EQ(sb.st_gid, nosquash ? 0u : 4244u) << "nosquash=" << nosquash;
+// Root squash through a real mount: root's files belong to the squash ids and root loses
+// its powers (it cannot write in root's own 0755 directory); then, from a NID in
+// --nosquash-nids, root stays root.
+TEST(RootSquashMountTest, RootIsSquashedUnlessItsNidIsListed) {
+  ClusterOptions o;
+  o.tag = "squash";
+  o.fsname = "sqfs";
+  o.num_oss = 1;
+  o.osts_per_oss = 1;
+  o.mds_args = {"--client-lease-ms", "2000"};
+  Cluster c(o);
+  Status st = c.Start();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  // Unsquashed root prepares a directory everyone may write in.
+  const std::string pub = c.mount_point(0) + "/pub";
+  ASSERT_EQ(mkdir(pub.c_str(), 0777), 0) << strerror(errno);
+  ASSERT_EQ(chmod(pub.c_str(), 01777), 0) << strerror(errno);
+
+  // The MDS restarts squashing root; the mount reconnects.
+  ASSERT_TRUE(c.KillMds().ok());
+  c.mutable_options().mds_args = {"--client-lease-ms", "2000", "--root-squash", "4243:4244"};
+  ASSERT_TRUE(c.StartMds().ok());
+  const std::string squashed = pub + "/by-squashed-root";
+  {
+    std::ofstream out(squashed);
+    out << "x";
   }
+  struct stat sb{};
+  ASSERT_EQ(stat(squashed.c_str(), &sb), 0) << strerror(errno);
+  EXPECT_EQ(sb.st_uid, 4243u);
+  EXPECT_EQ(sb.st_gid, 4244u);
+  // Squashed root may not create in root's 0755 directory (or chown what it does not own).
+  const std::string denied = c.mount_point(0) + "/denied";
+  EXPECT_NE(mkdir(denied.c_str(), 0755), 0);
+  EXPECT_EQ(errno, EACCES);
+
+  // From a listed NID (the mount's 127.0.0.1), root is root again.
+  ASSERT_TRUE(c.KillMds().ok());
+  c.mutable_options().mds_args = {"--client-lease-ms", "2000", "--root-squash", "4243:4244",
+                                  "--nosquash-nids", "10.9.9.9@tcp 127.0.0.[1-3]@tcp"};
+  ASSERT_TRUE(c.StartMds().ok());
+  const std::string kept = pub + "/by-root";
+  {
+    std::ofstream out(kept);
+    out << "x";
+  }
+  ASSERT_EQ(stat(kept.c_str(), &sb), 0) << strerror(errno);
+  EXPECT_EQ(sb.st_uid, 0u);
+  EXPECT_EQ(sb.st_gid, 0u);
+  EXPECT_EQ(mkdir(denied.c_str(), 0755), 0) << strerror(errno);
 }
 
 }  // namespace

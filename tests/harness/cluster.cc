@@ -580,7 +580,9 @@ Status Cluster::WaitForOsts() {
   opts.connect_timeout_ms = 1'000;
   opts.rpc_timeout_ms = 5'000;
   opts.retry_deadline_ms = 2'000;
-  if (options_.cluster_key) STRIA_ASSIGN_OR_RETURN(opts.keys, lnet::LoadKeyRing({key_file()}));
+  if (options_.cluster_key) {
+    STRIA_ASSIGN_OR_RETURN(opts.keys, lnet::LoadKeyRing({key_file()}));
+  }
   lnet::RpcClient rpc(*nid, opts);
   auto t0 = Clock::now();
   std::string last = "no reply";

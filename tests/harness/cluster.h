@@ -137,6 +137,8 @@ class Cluster {
 
   // ---- names ----
   const ClusterOptions& options() const { return options_; }
+  // Changed options apply to the daemons and mounts started from now on (mds_args, ...).
+  ClusterOptions& mutable_options() { return options_; }
   int num_osts() const { return options_.num_oss * options_.osts_per_oss; }
   const std::string& dir() const { return dir_; }
   std::string mount_point(int m = 0) const;
