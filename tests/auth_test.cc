@@ -21,15 +21,15 @@
 #include "lnet/auth.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
+#include "tests/harness/test_util.h"
 
 namespace stria::testing {
 namespace {
 
 std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::vector<uint8_t> bytes;
+  if (ReadFile(path, &bytes) != 0) return "";
+  return std::string(bytes.begin(), bytes.end());
 }
 
 // Lines of `log` containing `needle`.
@@ -199,7 +199,7 @@ TEST_F(AuthTest, PythonAndCApiConnectWithAKeyFile) {
                                 "PYTHONPATH=" STRIA_PYTHON_DIR, STRIA_PYTHON, "-c", script,
                                 cluster_->device(), cluster_->key_file(), wrong_key_});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_NE(r.out.find("\npython\n"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.rfind("python\n", 0), 0u) << r.out << r.err;  // the bytes written and read back
   EXPECT_NE(r.out.find("refused:"), std::string::npos) << r.out << r.err;
   EXPECT_NE(r.out.find("authentication failed"), std::string::npos) << r.out << r.err;
 }
