@@ -9,6 +9,26 @@
 
 namespace stria::client {
 
+namespace {
+
+// A request of type Req for `cred` about inode `ino` (the shape of most MDS requests).
+template <typename Req>
+Req About(const proto::Credentials& cred, uint64_t ino) {
+  Req req;
+  *req.mutable_cred() = cred;
+  req.set_ino(ino);
+  return req;
+}
+
+}  // namespace
+
+template <typename Rep, typename Req>
+Result<Rep> Metadata::Call(proto::Opcode op, const Req& req) {
+  Rep rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(op, req, &rep));
+  return rep;
+}
+
 Status CheckName(std::string_view name) {
   if (name.empty()) return Status(Code::kNoEnt, "empty name");
   if (name.size() > kMaxNameLen) return Status(Code::kNameTooLong, "name longer than 255 bytes");
@@ -50,14 +70,10 @@ Result<proto::EntryReply> Metadata::Create(const Cred& cred, const CreateArgs& a
 Result<proto::EntryReply> Metadata::Link(const Cred& cred, uint64_t ino, uint64_t new_parent,
                                          std::string_view name) {
   STRIA_RETURN_IF_ERROR(CheckName(name));
-  proto::LinkRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::LinkRequest>(cred, ino);
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(name));
-  proto::EntryReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LINK, req, &rep));
-  return rep;
+  return Call<proto::EntryReply>(proto::OP_MDS_LINK, req);
 }
 
 Result<proto::UnlinkReply> Metadata::Unlink(const Cred& cred, uint64_t parent,
@@ -68,9 +84,7 @@ Result<proto::UnlinkReply> Metadata::Unlink(const Cred& cred, uint64_t parent,
   req.set_parent(parent);
   req.set_name(std::string(name));
   req.set_is_dir(is_dir);
-  proto::UnlinkReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_UNLINK, req, &rep));
-  return rep;
+  return Call<proto::UnlinkReply>(proto::OP_MDS_UNLINK, req);
 }
 
 Status Metadata::Rename(const Cred& cred, uint64_t parent, std::string_view name,
@@ -87,14 +101,11 @@ Status Metadata::Rename(const Cred& cred, uint64_t parent, std::string_view name
   req.set_new_parent(new_parent);
   req.set_new_name(std::string(new_name));
   req.set_flags(flags);
-  proto::RenameReply rep;
-  return client_->MdsCall(proto::OP_MDS_RENAME, req, &rep);
+  return Call<proto::RenameReply>(proto::OP_MDS_RENAME, req).status();
 }
 
 Result<std::string> Metadata::Readlink(const Cred& cred, uint64_t ino) {
-  proto::ReadlinkRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::ReadlinkRequest>(cred, ino);
   proto::ReadlinkReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_READLINK, req, &rep));
   return std::move(*rep.mutable_target());
@@ -108,87 +119,59 @@ Result<proto::ReaddirReply> Metadata::Readdir(const Cred& cred, const ReaddirArg
   req.set_max_entries(args.max_entries);
   req.set_want_attrs(args.want_attrs || args.want_layouts);
   req.set_want_layouts(args.want_layouts);
-  proto::ReaddirReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_READDIR, req, &rep));
-  return rep;
+  return Call<proto::ReaddirReply>(proto::OP_MDS_READDIR, req);
 }
 
 Result<proto::AttrReply> Metadata::Getattr(const Cred& cred, uint64_t ino) {
-  proto::GetattrRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
-  proto::AttrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETATTR, req, &rep));
-  return rep;
+  auto req = About<proto::GetattrRequest>(cred, ino);
+  return Call<proto::AttrReply>(proto::OP_MDS_GETATTR, req);
 }
 
 Result<proto::AttrReply> Metadata::Setattr(const Cred& cred, proto::SetattrRequest req) {
   *req.mutable_cred() = cred;
   req.mutable_attr()->set_ino(req.ino());
-  proto::AttrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_SETATTR, req, &rep));
-  return rep;
+  return Call<proto::AttrReply>(proto::OP_MDS_SETATTR, req);
 }
 
 Result<proto::StatfsReply> Metadata::Statfs(const Cred& cred) {
   proto::StatfsRequest req;
   *req.mutable_cred() = cred;
-  proto::StatfsReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_STATFS, req, &rep));
-  return rep;
+  return Call<proto::StatfsReply>(proto::OP_MDS_STATFS, req);
 }
 
 Result<proto::XattrReply> Metadata::Getxattr(const Cred& cred, uint64_t ino,
                                              std::string_view name, uint32_t size) {
-  proto::XattrRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::XattrRequest>(cred, ino);
   req.set_name(std::string(name));
   req.set_size(size);
-  proto::XattrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GETXATTR, req, &rep));
-  return rep;
+  return Call<proto::XattrReply>(proto::OP_MDS_GETXATTR, req);
 }
 
 Result<proto::XattrReply> Metadata::Listxattr(const Cred& cred, uint64_t ino, uint32_t size) {
-  proto::XattrRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::XattrRequest>(cred, ino);
   req.set_size(size);
-  proto::XattrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LISTXATTR, req, &rep));
-  return rep;
+  return Call<proto::XattrReply>(proto::OP_MDS_LISTXATTR, req);
 }
 
 Status Metadata::Setxattr(const Cred& cred, uint64_t ino, std::string_view name,
                           std::string_view value, uint32_t flags) {
-  proto::XattrRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::XattrRequest>(cred, ino);
   req.set_name(std::string(name));
   req.set_value(std::string(value));
   req.set_flags(flags);
-  proto::XattrReply rep;
-  return client_->MdsCall(proto::OP_MDS_SETXATTR, req, &rep);
+  return Call<proto::XattrReply>(proto::OP_MDS_SETXATTR, req).status();
 }
 
 Status Metadata::Removexattr(const Cred& cred, uint64_t ino, std::string_view name) {
-  proto::XattrRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::XattrRequest>(cred, ino);
   req.set_name(std::string(name));
-  proto::XattrReply rep;
-  return client_->MdsCall(proto::OP_MDS_REMOVEXATTR, req, &rep);
+  return Call<proto::XattrReply>(proto::OP_MDS_REMOVEXATTR, req).status();
 }
 
 Result<proto::OpenReply> Metadata::Open(const Cred& cred, uint64_t ino, uint32_t flags) {
-  proto::OpenRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::OpenRequest>(cred, ino);
   req.set_flags(flags);
-  proto::OpenReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_OPEN, req, &rep));
-  return rep;
+  return Call<proto::OpenReply>(proto::OP_MDS_OPEN, req);
 }
 
 Result<proto::AttrReply> Metadata::Close(const Cred& cred, const CloseArgs& args) {
@@ -203,24 +186,17 @@ Result<proto::AttrReply> Metadata::Close(const Cred& cred, const CloseArgs& args
     req.set_size(args.size);
     req.set_mtime_ns(args.mtime_ns);
   }
-  proto::AttrReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_CLOSE, req, &rep));
-  return rep;
+  return Call<proto::AttrReply>(proto::OP_MDS_CLOSE, req);
 }
 
 Status Metadata::Sync(const Cred& cred, uint64_t ino) {
-  proto::SyncRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
-  proto::SyncReply rep;
-  return client_->MdsCall(proto::OP_MDS_SYNC, req, &rep);
+  auto req = About<proto::SyncRequest>(cred, ino);
+  return Call<proto::SyncReply>(proto::OP_MDS_SYNC, req).status();
 }
 
 Result<proto::Layout> Metadata::LayoutIntent(const Cred& cred, uint64_t ino, uint64_t handle,
                                              uint64_t start, uint64_t end) {
-  proto::LayoutIntentRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::LayoutIntentRequest>(cred, ino);
   req.set_start(start);
   req.set_end(end);
   req.set_handle(handle);
@@ -246,9 +222,7 @@ Result<std::optional<proto::Layout>> Metadata::LayoutForWrite(const Cred& cred, 
 }
 
 Result<std::optional<proto::Layout>> Metadata::GetDefaultLayout(const Cred& cred, uint64_t ino) {
-  proto::GetDefaultLayoutRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::GetDefaultLayoutRequest>(cred, ino);
   proto::GetDefaultLayoutReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_GET_DEFAULT_LAYOUT, req, &rep));
   if (!rep.is_set()) return std::optional<proto::Layout>();
@@ -256,37 +230,25 @@ Result<std::optional<proto::Layout>> Metadata::GetDefaultLayout(const Cred& cred
 }
 
 Status Metadata::SetDefaultLayout(const Cred& cred, uint64_t ino, const proto::Layout& layout) {
-  proto::SetDefaultLayoutRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::SetDefaultLayoutRequest>(cred, ino);
   *req.mutable_layout() = layout;
-  proto::SetDefaultLayoutReply rep;
-  return client_->MdsCall(proto::OP_MDS_SET_DEFAULT_LAYOUT, req, &rep);
+  return Call<proto::SetDefaultLayoutReply>(proto::OP_MDS_SET_DEFAULT_LAYOUT, req).status();
 }
 
 Status Metadata::RemoveDefaultLayout(const Cred& cred, uint64_t ino) {
-  proto::SetDefaultLayoutRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
+  auto req = About<proto::SetDefaultLayoutRequest>(cred, ino);
   req.set_remove(true);
-  proto::SetDefaultLayoutReply rep;
-  return client_->MdsCall(proto::OP_MDS_SET_DEFAULT_LAYOUT, req, &rep);
+  return Call<proto::SetDefaultLayoutReply>(proto::OP_MDS_SET_DEFAULT_LAYOUT, req).status();
 }
 
 Result<proto::MigrateReply> Metadata::Migrate(const Cred& cred, proto::MigrateRequest req) {
   *req.mutable_cred() = cred;
-  proto::MigrateReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_MIGRATE, req, &rep));
-  return rep;
+  return Call<proto::MigrateReply>(proto::OP_MDS_MIGRATE, req);
 }
 
 Result<proto::Fid2PathReply> Metadata::Fid2Path(const Cred& cred, uint64_t ino) {
-  proto::Fid2PathRequest req;
-  *req.mutable_cred() = cred;
-  req.set_ino(ino);
-  proto::Fid2PathReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_FID2PATH, req, &rep));
-  return rep;
+  auto req = About<proto::Fid2PathRequest>(cred, ino);
+  return Call<proto::Fid2PathReply>(proto::OP_MDS_FID2PATH, req);
 }
 
 bool ReadNeedsNewerLayout(const proto::Layout* held, uint64_t offset, uint64_t end) {

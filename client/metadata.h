@@ -126,6 +126,10 @@ class Metadata {
   Result<proto::Fid2PathReply> Fid2Path(const Cred& cred, uint64_t ino);
 
  private:
+  // One MDS call and its typed reply.
+  template <typename Rep, typename Req>
+  Result<Rep> Call(proto::Opcode op, const Req& req);
+
   Client* const client_;
 };
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <future>
 
 #include "client/mount_spec.h"
 #include "common/layout.h"
@@ -398,6 +399,10 @@ Result<size_t> NativeFile::Pread(uint64_t offset, std::span<uint8_t> buf) {
 Result<size_t> NativeFile::Pwrite(uint64_t offset, std::span<const uint8_t> data) {
   if (!writable()) return Status(Code::kBadF, "file not open for writing");
   if (flags_ & O_APPEND) offset = size_.load();
+  return WriteAt(offset, data);
+}
+
+Result<size_t> NativeFile::WriteAt(uint64_t offset, std::span<const uint8_t> data) {
   if (data.empty()) return size_t{0};
   if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
     return Status(Code::kFBig, "write past the maximum file size");
@@ -428,6 +433,74 @@ Result<size_t> NativeFile::Pwrite(uint64_t offset, std::span<const uint8_t> data
   dirty_.store(true);
   if (sync) STRIA_RETURN_IF_ERROR(Report(/*close=*/false, /*sync=*/true));
   return data.size();
+}
+
+namespace {
+
+// Runs fn(i) for i in [0, n), at most `width` at a time; the results in order.
+template <typename Fn>
+auto RunParallel(size_t n, size_t width, Fn fn) -> std::vector<decltype(fn(size_t{0}))> {
+  std::vector<decltype(fn(size_t{0}))> out;
+  out.reserve(n);
+  for (size_t base = 0; base < n; base += width) {
+    std::vector<std::future<decltype(fn(size_t{0}))>> batch;
+    for (size_t i = base; i < std::min(n, base + width); ++i) {
+      batch.push_back(std::async(i == base ? std::launch::deferred : std::launch::async, fn, i));
+    }
+    for (auto& f : batch) out.push_back(f.get());
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<size_t> NativeFile::Preadv(uint64_t offset, std::span<const std::span<uint8_t>> iov) {
+  if (iov.size() == 1) return Pread(offset, iov[0]);
+  std::vector<uint64_t> at(iov.size());
+  for (size_t i = 0, o = 0; i < iov.size(); o += iov[i].size(), ++i) at[i] = offset + o;
+  auto got = RunParallel(iov.size(), kMaxVectorParallel,
+                         [&](size_t i) { return Pread(at[i], iov[i]); });
+  size_t total = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (!got[i].ok()) {
+      if (total > 0) return total;
+      return got[i].status();
+    }
+    total += *got[i];
+    if (*got[i] < iov[i].size()) break;  // the end of the file
+  }
+  return total;
+}
+
+Result<size_t> NativeFile::Pwritev(uint64_t offset,
+                                   std::span<const std::span<const uint8_t>> iov) {
+  if (iov.size() == 1) return Pwrite(offset, iov[0]);
+  size_t total_len = 0;
+  for (const auto& v : iov) total_len += v.size();
+  if (total_len == 0) return size_t{0};
+  if (!writable()) return Status(Code::kBadF, "file not open for writing");
+  if (flags_ & O_APPEND) offset = size_.load();
+  if (offset > kMaxFileSize || total_len > kMaxFileSize - offset) {
+    return Status(Code::kFBig, "write past the maximum file size");
+  }
+  // The whole range's components get their objects first, in one MDS request.
+  if (std::shared_ptr<const proto::Layout> l = layout()) {
+    STRIA_ASSIGN_OR_RETURN(
+        std::optional<proto::Layout> newer,
+        fs_->md_.LayoutForWrite(fs_->cred_, ino_, handle_, *l, offset, offset + total_len));
+    if (newer) SetLayout(std::move(*newer));
+  }
+  std::vector<uint64_t> at(iov.size());
+  for (size_t i = 0, o = 0; i < iov.size(); o += iov[i].size(), ++i) at[i] = offset + o;
+  // Each piece at its own offset: O_APPEND was resolved above, once for the whole vector.
+  auto got = RunParallel(iov.size(), kMaxVectorParallel,
+                         [&](size_t i) { return WriteAt(at[i], iov[i]); });
+  size_t total = 0;
+  for (auto& r : got) {
+    if (!r.ok()) return total > 0 ? Result<size_t>(total) : Result<size_t>(r.status());
+    total += *r;
+  }
+  return total;
 }
 
 Status NativeFile::Report(bool close, bool sync) {

@@ -137,6 +137,12 @@ class NativeFile {
   // (as Linux's pwrite on an O_APPEND descriptor). With O_SYNC/O_DSYNC it is durable (data
   // and size) when this returns.
   Result<size_t> Pwrite(uint64_t offset, std::span<const uint8_t> data);
+  // preadv(2)/pwritev(2): one contiguous file range in several buffers. The buffers' pieces
+  // go out at once (at most kMaxVectorParallel at a time), each striped in parallel too.
+  // A read returns the bytes up to the first short piece (the end of the file).
+  static constexpr size_t kMaxVectorParallel = 16;
+  Result<size_t> Preadv(uint64_t offset, std::span<const std::span<uint8_t>> iov);
+  Result<size_t> Pwritev(uint64_t offset, std::span<const std::span<const uint8_t>> iov);
   // Data durable on every OST of the file, and the size and mtime on the MDS.
   Status Fsync();
   // ftruncate(2) (write access was granted at open).
@@ -159,6 +165,8 @@ class NativeFile {
   friend class NativeFs;
   NativeFile(NativeFs* fs, uint64_t ino, uint64_t handle, int flags, proto::OpenReply open);
 
+  // pwrite at `offset` exactly (O_APPEND already resolved by the caller).
+  Result<size_t> WriteAt(uint64_t offset, std::span<const uint8_t> data);
   Status Report(bool close, bool sync);
   void SetLayout(proto::Layout layout);  // keeps the higher generation
 

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -253,6 +254,21 @@ TEST_F(LfsTest, DfListsEveryOst) {
   }
   EXPECT_NE(r.out.find("MDT0000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("filesystem_summary"), std::string::npos) << r.out;
+  // The MDT row shows the MDS's disk, as df of its data directory does (not zeros).
+  std::istringstream rows(r.out);
+  std::string row;
+  uint64_t mdt_kb = 0;
+  while (std::getline(rows, row)) {
+    if (row.find("MDT0000_UUID") == std::string::npos) continue;
+    std::istringstream f(row);
+    std::string uuid;
+    f >> uuid >> mdt_kb;
+  }
+  struct statvfs vfs {};
+  ASSERT_EQ(statvfs((g_cluster->dir() + "/mds").c_str(), &vfs), 0);
+  const uint64_t disk_kb = static_cast<uint64_t>(vfs.f_blocks) * vfs.f_frsize / 1024;
+  EXPECT_GT(mdt_kb, 0u) << r.out;
+  EXPECT_NEAR(static_cast<double>(mdt_kb), static_cast<double>(disk_kb), disk_kb * 0.01) << r.out;
   r = Lfs({"df", "-h", mnt_});
   EXPECT_EQ(r.exit_code, 0) << Show(r);
 }
@@ -894,6 +910,41 @@ TEST_F(LfsTest, ManifestCreateAndVerifyCatchFlipMissingAndExtra) {
   EXPECT_EQ(r.exit_code, 22);
   r = Lfs({"manifest", "frob", P("ds")});
   EXPECT_EQ(r.exit_code, 22);
+}
+
+// A Data-on-MDT file that grew is migrated off the MDT: same bytes and inode, the new layout
+// has only OST objects, and the MDS frees the DoM blocks. Migrating onto DoM is refused.
+TEST_F(LfsTest, MigrateMovesADataOnMdtFileToOsts) {
+  ASSERT_EQ(mkdir(P("migdom").c_str(), 0755), 0);
+  ASSERT_EQ(Lfs({"setstripe", "-E", "64K", "-L", "mdt", "-E", "-1", "-c", "1", P("migdom")})
+                .exit_code, 0);
+  const auto data = Pattern(200'000, 77);  // 64 KiB on the MDT, the rest on an OST
+  ASSERT_EQ(WriteFile(P("migdom/f"), data), 0);
+  auto before = Resolve(*g_client, "/migdom/f");
+  ASSERT_TRUE(before.ok());
+  ASSERT_EQ(before->layout().components(0).layout().pattern(), proto::PATTERN_MDT);
+
+  CommandResult r = Lfs({"migrate", "-c", "2", "-S", "64K", P("migdom/f")});
+  ASSERT_EQ(r.exit_code, 0) << Show(r);
+  auto after = Resolve(*g_client, "/migdom/f");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->attr().ino(), before->attr().ino());
+  EXPECT_EQ(after->layout().components_size(), 0) << "a plain RAID-0 layout now";
+  EXPECT_EQ(after->layout().objects_size(), 2);
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("migdom/f"), &got), 0);
+  EXPECT_EQ(FirstDiff(got, data), -1);
+  r = Lfs({"getstripe", "-L", P("migdom/f")});
+  EXPECT_EQ(r.out.find("mdt"), std::string::npos) << r.out;
+
+  // Onto DoM: refused, and the file keeps its layout and bytes.
+  r = Lfs({"migrate", "-E", "64K", "-L", "mdt", "-E", "-1", "-c", "1", P("migdom/f")});
+  EXPECT_EQ(r.exit_code, EOPNOTSUPP) << Show(r);
+  auto still = Resolve(*g_client, "/migdom/f");
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still->layout().generation(), after->layout().generation());
+  ASSERT_EQ(ReadFile(P("migdom/f"), &got), 0);
+  EXPECT_EQ(FirstDiff(got, data), -1);
 }
 
 }  // namespace

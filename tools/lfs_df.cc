@@ -62,7 +62,7 @@ int DfMount(ToolSession& session, const StriaPath& where, uint32_t flags,
     }
   }
 
-  // The MDT: its inodes. Its own space is not reported by the MDS, so it shows zeros.
+  // The MDT: its inodes and its own space (the MDS's data directory).
   DfTarget mdt;
   mdt.uuid = TargetUuid(fsname, "MDT", 0);
   mdt.type = "MDT";
@@ -70,6 +70,9 @@ int DfMount(ToolSession& session, const StriaPath& where, uint32_t flags,
   auto srep = client::Metadata(*c).Statfs(session.cred());
   if (srep.ok()) {
     mdt.bsize = srep->bsize() ? srep->bsize() : 4096;
+    mdt.blocks = srep->mdt_blocks();
+    mdt.bfree = srep->mdt_bfree();
+    mdt.bavail = srep->mdt_bavail();
     mdt.files = srep->files();
     mdt.ffree = srep->ffree();
   } else {

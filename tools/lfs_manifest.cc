@@ -39,19 +39,26 @@ constexpr int kMaxJobs = 256;
 
 struct Target {
   std::unique_ptr<client::NativeFs> fs;
-  std::string root;  // DIR inside the filesystem
+  std::string root;                // DIR inside the filesystem
+  std::vector<std::string> files;  // every regular file under it, relative, sorted
 };
 
+std::string Join(const std::string& a, const std::string& b) {
+  return a == "/" ? "/" + b : a + "/" + b;
+}
+
+Status ListFiles(client::NativeFs& fs, const std::string& root, const std::string& rel,
+                 std::vector<std::string>* out);
+
+// Connects to the filesystem holding DIR (a path through the mount) and lists its files.
 Result<Target> Connect(const std::string& dir) {
   STRIA_ASSIGN_OR_RETURN(StriaPath where, LocatePath(dir));
   client::NativeOptions o;
   o.start_session = false;  // short-lived, read-only: no lease needed
   STRIA_ASSIGN_OR_RETURN(auto fs, client::NativeFs::Connect(where.mount.source, o));
-  return Target{std::move(fs), where.fs_path};
-}
-
-std::string Join(const std::string& a, const std::string& b) {
-  return a == "/" ? "/" + b : a + "/" + b;
+  Target t{std::move(fs), where.fs_path, {}};
+  STRIA_RETURN_IF_ERROR(ListFiles(*t.fs, t.root, "", &t.files));
+  return t;
 }
 
 // Every regular file under root, relative to it, sorted.
@@ -153,11 +160,7 @@ int Create(int jobs, const std::string& dir) {
     std::fprintf(stderr, "lfs manifest: %s: %s\n", dir.c_str(), t.status().ToString().c_str());
     return t.status().ToErrno();
   }
-  std::vector<std::string> files;
-  if (Status st = ListFiles(*t->fs, t->root, "", &files); !st.ok()) {
-    std::fprintf(stderr, "lfs manifest: %s: %s\n", dir.c_str(), st.ToString().c_str());
-    return st.ToErrno();
-  }
+  const std::vector<std::string>& files = t->files;
   std::vector<HashResult> sums = HashAll(*t->fs, t->root, files, jobs);
   int rc = 0;
   for (size_t i = 0; i < files.size(); ++i) {
@@ -203,11 +206,7 @@ int Verify(int jobs, bool quiet, const std::string& manifest, std::string dir) {
     std::fprintf(stderr, "lfs manifest: %s: %s\n", dir.c_str(), t.status().ToString().c_str());
     return t.status().ToErrno();
   }
-  std::vector<std::string> present;
-  if (Status st = ListFiles(*t->fs, t->root, "", &present); !st.ok()) {
-    std::fprintf(stderr, "lfs manifest: %s: %s\n", dir.c_str(), st.ToString().c_str());
-    return st.ToErrno();
-  }
+  const std::vector<std::string>& present = t->files;
   const std::set<std::string> present_set(present.begin(), present.end());
   // The manifest's own name, relative to DIR, when it lies there.
   std::string self;

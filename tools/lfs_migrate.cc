@@ -130,6 +130,7 @@ int LfsMigrate(int argc, char** argv) {
       {"pool", required_argument, nullptr, 'p'},
       {"component-end", required_argument, nullptr, 'E'},
       {"comp-end", required_argument, nullptr, 'E'},
+      {"layout", required_argument, nullptr, 'L'},
       {"non-block", no_argument, nullptr, 'n'},
       {"recursive", no_argument, nullptr, 'R'},
       {"help", no_argument, nullptr, 'h'},
@@ -140,7 +141,7 @@ int LfsMigrate(int argc, char** argv) {
   optind = 0;
   opterr = 0;
   int c;
-  while ((c = getopt_long(argc, argv, ":c:E:i:no:p:RS:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":c:E:i:L:no:p:RS:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'R':
         recursive = true;

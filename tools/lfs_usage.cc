@@ -73,9 +73,11 @@ const char* LfsUsage(const char* command) {
   if (cmd == "migrate") {
     return "usage: lfs migrate [--stripe-count|-c N] [--stripe-size|-S SIZE] [--stripe-index|-i "
            "IDX]\n"
-           "                   [--pool|-p POOL] [-E END [STRIPE_OPTIONS] ...] [--non-block|-n]\n"
-           "                   [--recursive|-R] [FILE|DIRECTORY...]\n"
+           "                   [--pool|-p POOL] [--layout|-L raid0|mdt] [-E END [STRIPE_OPTIONS] ...]\n"
+           "                   [--non-block|-n] [--recursive|-R] [FILE|DIRECTORY...]\n"
            "\tWithout FILE, the paths come from standard input, one per line.\n"
+           "\tA Data-on-MDT file can be moved to OSTs; a layout with -L mdt is refused\n"
+           "\t(EOPNOTSUPP).\n"
            "\tRestripes each FILE online: the inode, FID and bytes stay, the layout generation\n"
            "\tgrows, the old objects are destroyed. A writer makes --non-block fail with EBUSY;\n"
            "\twithout it, lfs migrate waits for the writer and tries again.\n";

@@ -147,10 +147,28 @@ static void case_basic(stria_fs_t* fs) {
   struct iovec iov[3] = {{buf, 10}, {buf + 10, 65536}, {buf + 10 + 65536, 5}};
   CHECK_EQ(stria_preadv(f, iov, 3, 65530), 10 + 65536 + 5);
   CHECK(matches(buf, 65530, 10 + 65536 + 5));
+  /* Vectored read past the end: stops at the end of the file. */
+  struct iovec tail[2] = {{buf, 60}, {buf + 60, 1000}};
+  CHECK_EQ(stria_preadv(f, tail, 2, size - 100), 100);
+  CHECK(matches(buf, size - 100, 100));
   /* Writing through a read-only handle. */
   CHECK_EQ(stria_pwrite(f, buf, 10, 0), -EBADF);
   CHECK_EQ(stria_close(f), 0);
 
+  /* Vectored write: five pieces of odd sizes, across stripe boundaries, in one call. */
+  {
+    stria_file_t* v = NULL;
+    CHECK_EQ(stria_open(fs, "/capi/vec", O_RDWR | O_CREAT, 0644, NULL, &v), 0);
+    static uint8_t vbuf[400000];
+    fill(vbuf, 0, sizeof(vbuf));
+    struct iovec pieces[5] = {{vbuf, 1}, {vbuf + 1, 70000}, {vbuf + 70001, 3},
+                              {vbuf + 70004, 200000}, {vbuf + 270004, 129996}};
+    CHECK_EQ(stria_pwritev(v, pieces, 5, 0), sizeof(vbuf));
+    CHECK_EQ(stria_fsync(v), 0);
+    CHECK_EQ(stria_close(v), 0);
+    check_file(fs, "/capi/vec", sizeof(vbuf));
+    CHECK_EQ(stria_unlink(fs, "/capi/vec"), 0);
+  }
   /* O_APPEND and ftruncate. */
   CHECK_EQ(stria_open(fs, "/capi/a", O_WRONLY | O_APPEND, 0, NULL, &f), 0);
   fill(buf, size, 5000);

@@ -379,30 +379,37 @@ ssize_t stria_pwrite(stria_file_t* f, const void* buf, size_t count, uint64_t of
   });
 }
 
-// Vectored I/O: one contiguous file range, each iovec's piece striped in parallel.
+// Vectored I/O: one contiguous file range; the pieces go out at once (NativeFile::Preadv).
 ssize_t stria_preadv(stria_file_t* f, const struct iovec* iov, int iovcnt, uint64_t offset) {
-  CHECK_ARG(f != nullptr && iov != nullptr && iovcnt >= 0 && iovcnt <= IOV_MAX,
+  CHECK_ARG(f != nullptr && (iov != nullptr || iovcnt == 0) && iovcnt >= 0 && iovcnt <= IOV_MAX,
             "bad iovec arguments");
-  ssize_t total = 0;
-  for (int i = 0; i < iovcnt; ++i) {
-    const ssize_t n = stria_pread(f, iov[i].iov_base, iov[i].iov_len, offset + total);
-    if (n < 0) return total > 0 ? total : n;
-    total += n;
-    if (static_cast<size_t>(n) < iov[i].iov_len) break;  // end of file
-  }
-  return total;
+  return Guard([&]() -> ssize_t {
+    std::vector<std::span<uint8_t>> v;
+    for (int i = 0; i < iovcnt; ++i) {
+      if (iov[i].iov_base == nullptr && iov[i].iov_len > 0) return FailErrno(EINVAL, "NULL iovec");
+      v.emplace_back(static_cast<uint8_t*>(iov[i].iov_base), iov[i].iov_len);
+    }
+    Result<size_t> n = v.empty() ? Result<size_t>(size_t{0}) : f->file->Preadv(offset, v);
+    if (!n.ok()) return Fail(n.status());
+    t_errmsg.clear();
+    return static_cast<ssize_t>(*n);
+  });
 }
 
 ssize_t stria_pwritev(stria_file_t* f, const struct iovec* iov, int iovcnt, uint64_t offset) {
-  CHECK_ARG(f != nullptr && iov != nullptr && iovcnt >= 0 && iovcnt <= IOV_MAX,
+  CHECK_ARG(f != nullptr && (iov != nullptr || iovcnt == 0) && iovcnt >= 0 && iovcnt <= IOV_MAX,
             "bad iovec arguments");
-  ssize_t total = 0;
-  for (int i = 0; i < iovcnt; ++i) {
-    const ssize_t n = stria_pwrite(f, iov[i].iov_base, iov[i].iov_len, offset + total);
-    if (n < 0) return total > 0 ? total : n;
-    total += n;
-  }
-  return total;
+  return Guard([&]() -> ssize_t {
+    std::vector<std::span<const uint8_t>> v;
+    for (int i = 0; i < iovcnt; ++i) {
+      if (iov[i].iov_base == nullptr && iov[i].iov_len > 0) return FailErrno(EINVAL, "NULL iovec");
+      v.emplace_back(static_cast<const uint8_t*>(iov[i].iov_base), iov[i].iov_len);
+    }
+    Result<size_t> n = v.empty() ? Result<size_t>(size_t{0}) : f->file->Pwritev(offset, v);
+    if (!n.ok()) return Fail(n.status());
+    t_errmsg.clear();
+    return static_cast<ssize_t>(*n);
+  });
 }
 
 int stria_fsync(stria_file_t* f) {

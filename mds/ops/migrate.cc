@@ -1,12 +1,16 @@
 // OP_MDS_MIGRATE: lfs migrate (see the message in proto/stria.proto).
 //   BEGIN: ENOENT, EINVAL for a non-file or a bad layout, EACCES without write access, EBUSY
-//   while a writer has the file open, EOPNOTSUPP to or from Data-on-MDT (its bytes are the
-//   MDS's, keyed by the inode, not objects that can be copied aside).
+//   while a writer has the file open, EOPNOTSUPP for a new layout with a Data-on-MDT
+//   component (its bytes are the MDS's, keyed by the inode: they cannot be written aside
+//   while the old layout serves the file). Off Data-on-MDT is fine: the copy reads the DoM
+//   bytes through the old layout and writes them to the new objects.
 //   COMMIT: EBUSY when the file changed (size, mtime or layout generation) or has a writer.
+//   The old layout's Data-on-MDT blocks are freed in the same batch as the swap.
 //   ABORT: always succeeds for a layout BEGIN returned; its objects are destroyed.
 #include <algorithm>
 #include <mutex>
 
+#include "mds/dom.h"
 #include "mds/internal/layout_alloc.h"
 #include "mds/internal/perm.h"
 #include "mds/ops/ops.h"
@@ -43,15 +47,13 @@ Status Migrate(Namespace& ns, const proto::MigrateRequest& req, proto::MigrateRe
   switch (req.step()) {
     case proto::MIGRATE_BEGIN: {
       if (writers) return Status(Code::kBusy, "the file is open for writing");
-      if (DomEnd(rec->layout) > 0 ||
-          (!IsComposite(req.layout()) && req.layout().pattern() == proto::PATTERN_MDT) ||
-          (IsComposite(req.layout()) &&
-           req.layout().components(0).layout().pattern() == proto::PATTERN_MDT)) {
-        return Status(Code::kNotSup, "migrating to or from Data-on-MDT is not supported");
-      }
       const uint64_t parent = rec->links.empty() ? kRootIno : rec->links.front().first;
       const proto::Layout* requested = req.has_layout() ? &req.layout() : nullptr;
       STRIA_ASSIGN_OR_RETURN(proto::Layout l, AllocateLayout(txn, parent, requested));
+      if (DomEnd(l) > 0) {
+        return Status(Code::kNotSup,
+                      "migrating to a Data-on-MDT layout is not supported (off it is)");
+      }
       // Every component the file's bytes reach gets its objects now: the copy writes them.
       STRIA_RETURN_IF_ERROR(
           InstantiateRange(txn, &l, 0, std::max<uint64_t>(rec->attr.size(), 1)).status());
@@ -67,6 +69,12 @@ Status Migrate(Namespace& ns, const proto::MigrateRequest& req, proto::MigrateRe
         return Status(Code::kBusy, "the file changed during the migration");
       }
       if (!HasObjects(req.layout())) return Status(Code::kInval, "the new layout has no objects");
+      if (DomEnd(req.layout()) > 0) {
+        return Status(Code::kNotSup, "migrating to a Data-on-MDT layout is not supported");
+      }
+      if (DomEnd(rec->layout) > 0) {
+        STRIA_RETURN_IF_ERROR(DomTruncateBlocks(ns.db(), &txn.batch(), req.ino(), 0));
+      }
       txn.QueueDestroy(rec->layout);
       proto::Layout l = req.layout();
       l.set_generation(rec->layout.generation() + 1);

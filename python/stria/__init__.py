@@ -33,23 +33,46 @@ _DT_DIR, _DT_REG, _DT_LNK = 4, 8, 10
 DEFAULT_BUFFER = 1 << 20
 
 
+DEFAULT_MOUNT = "/mnt/training-data"
+
+
+def _unescape(field):
+    """A /proc/mounts field: octal escapes (\\040 for a space) decoded."""
+    import re
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
 def find_device(fsname=None, mounts="/proc/mounts"):
-    """The device (`NID:/fsname`) of a mounted Stria filesystem: $STRIA_DEVICE, else the
-    first stria mount in /proc/mounts (the one named `fsname` when given)."""
+    """The device (`NID:/fsname`) of a mounted Stria filesystem: $STRIA_DEVICE, else from
+    the stria mounts in /proc/mounts (only those of `fsname` when given): the one holding
+    the current directory, else the one at /mnt/training-data, else the first."""
     env = os.environ.get("STRIA_DEVICE")
     if env and (fsname is None or env.endswith(":/" + fsname)):
         return env
+    found = []  # (mount point, device)
     try:
         with open(mounts) as f:
             for line in f:
                 parts = line.split()
                 if len(parts) < 3 or not parts[2].startswith("fuse.stria"):
                     continue
-                dev = parts[0]
+                dev = _unescape(parts[0])
                 if ":/" in dev and (fsname is None or dev.endswith(":/" + fsname)):
-                    return dev
+                    found.append((_unescape(parts[1]), dev))
     except OSError:
         pass
+    if found:
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            cwd = ""
+        inside = [(mp, d) for mp, d in found if cwd == mp or cwd.startswith(mp.rstrip("/") + "/")]
+        if inside:
+            return max(inside, key=lambda x: len(x[0]))[1]
+        for mp, d in found:
+            if mp == DEFAULT_MOUNT:
+                return d
+        return found[0][1]
     what = f"filesystem '{fsname}'" if fsname else "Stria filesystem"
     raise OSError(19, f"no mounted {what} found; pass a device such as "
                       "'10.0.0.5@tcp:/training' or set STRIA_DEVICE")
@@ -86,7 +109,23 @@ def _layout_struct(stripe_count=None, stripe_size=None, stripe_offset=None, pool
     return l
 
 
-class Filesystem:
+class _Closing:
+    """close() on leaving a with block and when collected."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Filesystem(_Closing):
     """One connection to a Stria filesystem. Thread-safe. Not inherited across fork():
     a child process (a DataLoader worker) connects again (stria.torch does it for you)."""
 
@@ -118,18 +157,6 @@ class Filesystem:
             if self._h is not None and os.getpid() == self._pid:
                 _c.stria_disconnect(self._h)
             self._h = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def __repr__(self):
         return f"<stria.Filesystem {self.device!r}{' closed' if self._h is None else ''}>"
@@ -485,7 +512,7 @@ class File(io.RawIOBase):
         return f"<stria.File name={self.name!r} mode={self.mode!r}>"
 
 
-class Queue:
+class Queue(_Closing):
     """Asynchronous reads and writes (libstria's IoQueue): submit many, reap completions.
 
         q = fs.queue(64)
@@ -552,15 +579,3 @@ class Queue:
             _c.stria_queue_destroy(self._h)
             self._h = None
             self._keep.clear()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass

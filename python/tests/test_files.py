@@ -194,3 +194,10 @@ def test_connect_without_a_device_finds_the_mount(tmp_path, monkeypatch, mount):
         stria.find_device("no-such-fs", mounts=str(mounts))
     with stria.connect(device) as conn:
         assert conn.isdir("/")
+    # Several mounts: the one holding the current directory wins, else /mnt/training-data.
+    other = "10.9.9.9@tcp:/other /mnt/training-data fuse.stria rw 0 0\n"
+    mounts.write_text(other + line)
+    monkeypatch.chdir(mount)
+    assert stria.find_device(mounts=str(mounts)) == device
+    monkeypatch.chdir(tmp_path)
+    assert stria.find_device(mounts=str(mounts)) == "10.9.9.9@tcp:/other"

@@ -156,6 +156,8 @@ int stria_open(stria_fs_t* fs, const char* path, int flags, mode_t mode,
 ssize_t stria_pread(stria_file_t* f, void* buf, size_t count, uint64_t offset);
 /* count bytes written, or -errno. With O_APPEND the bytes go to the end of the file. */
 ssize_t stria_pwrite(stria_file_t* f, const void* buf, size_t count, uint64_t offset);
+/* One contiguous file range in several buffers; the pieces go out at once (up to 16 at a
+ * time), each striped in parallel. A read stops at the first short piece (end of file). */
 ssize_t stria_preadv(stria_file_t* f, const struct iovec* iov, int iovcnt, uint64_t offset);
 ssize_t stria_pwritev(stria_file_t* f, const struct iovec* iov, int iovcnt, uint64_t offset);
 /* Data durable on every OST of the file, size and mtime durable on the MDS. */
