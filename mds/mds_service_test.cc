@@ -226,7 +226,7 @@ TEST(LnetOstGatewayTest, DestroyAndStatfsOverRpc) {
   ASSERT_TRUE(oss.Start(*lnet::Nid::Parse("127.0.0.1@tcp:0")).ok());
   const std::string nid = "127.0.0.1@tcp:" + std::to_string(oss.port());
 
-  LnetOstGateway gw("testfs", 2000);
+  LnetOstGateway gw("testfs", /*keys=*/nullptr, 2000);
   testing::TempDir tmp;
   NamespaceOptions o;
   o.data_dir = tmp.path() + "/db";
