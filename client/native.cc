@@ -82,6 +82,9 @@ Result<std::unique_ptr<NativeFs>> NativeFs::Connect(std::string_view spec,
   cfg.rpc.retry_deadline_ms = std::max(1000, options.timeout_ms);
   cfg.rpc.rpc_timeout_ms = std::min(cfg.rpc.rpc_timeout_ms, cfg.rpc.retry_deadline_ms);
   cfg.rpc.connect_timeout_ms = std::min(cfg.rpc.connect_timeout_ms, cfg.rpc.retry_deadline_ms);
+  STRIA_ASSIGN_OR_RETURN(cfg.rpc.keys, options.key_file.empty()
+                                           ? lnet::DefaultKeyRing()
+                                           : lnet::LoadKeyRing({options.key_file}));
   STRIA_ASSIGN_OR_RETURN(std::unique_ptr<Client> client, Client::Connect(std::move(cfg)));
   std::unique_ptr<NativeFs> fs(new NativeFs(std::move(client), options));
   fs->fsname_ = ms.fsname;

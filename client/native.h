@@ -45,6 +45,9 @@ struct NativeOptions {
   int io_threads = 16;        // parallel stripe I/O (ClientConfig::io_threads)
   int timeout_ms = 60'000;    // an RPC's retry deadline: after this a dead server is EIO/ETIMEDOUT
   bool start_session = true;  // the MDS lease and open replay (off only for short-lived tools)
+  // The cluster key file (docs/security.md); empty: $STRIA_KEY_FILE, else
+  // /etc/stria/stria.key if it exists, else no key.
+  std::string key_file;
 };
 
 class NativeFile;

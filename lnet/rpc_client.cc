@@ -230,11 +230,52 @@ class RpcClient::Impl {
     req.set_version(kWireVersion);
     req.set_client_uuid(options_.client_uuid);
     req.set_fsname(options_.fsname);
+    req.set_role(options_.role);
+    if (options_.keys) req.set_auth_nonce(RandomNonce());
     std::string body, reply;
     req.SerializeToString(&body);
     Attempt a = Exchange(*c, proto::OP_CONNECT, next_xid_.fetch_add(1), body, &reply, {});
     if (!a.status.ok()) return a.status;
+    if (options_.keys) {
+      proto::ConnectReply rep;
+      if (!rep.ParseFromString(reply)) return Status(Code::kProtocol, "bad CONNECT reply");
+      STRIA_RETURN_IF_ERROR(Authenticate(*c, req, rep));
+    }
     return c;
+  }
+
+  // The second half of the handshake (lnet/auth.h): our proof over both nonces and both
+  // identities, then the server's, checked against every key we hold.
+  Status Authenticate(ClientConn& c, const proto::ConnectRequest& req,
+                      const proto::ConnectReply& rep) {
+    if (rep.auth_nonce().size() != kNonceSize) {
+      return AuthFailed(peer_.ToString() +
+                        " offered no challenge: it has no cluster key, so it cannot prove "
+                        "it is part of this cluster");
+    }
+    const HandshakeIds ids{req.auth_nonce(), rep.auth_nonce(), options_.role,
+                           options_.client_uuid, rep.role(), rep.server_uuid(), rep.fsname()};
+    const Mac proof = Hmac(options_.keys->primary(), Transcript("client", ids));
+    proto::AuthRequest areq;
+    areq.set_proof(proof.data(), proof.size());
+    std::string body, reply;
+    areq.SerializeToString(&body);
+    Attempt a = Exchange(c, proto::OP_AUTH, next_xid_.fetch_add(1), body, &reply, {});
+    if (!a.status.ok()) {
+      if (a.status.code() == Code::kBadOpcode || a.status.code() == Code::kProtocol) {
+        return AuthFailed(peer_.ToString() + " does not authenticate: " + a.status.message());
+      }
+      return a.status;  // the server's "authentication failed: ..." or a transport error
+    }
+    proto::AuthReply arep;
+    const std::string& sp = arep.ParseFromString(reply) ? arep.proof() : std::string();
+    if (!options_.keys->Match(Transcript("server", ids),
+                              std::span(reinterpret_cast<const uint8_t*>(sp.data()), sp.size()))) {
+      LOG_WARN("{}: authentication failed: the server could not prove the cluster key",
+               peer_.ToString());
+      return AuthFailed(peer_.ToString() + " could not prove the cluster key (wrong key there?)");
+    }
+    return Status::Ok();
   }
 
   Attempt Exchange(ClientConn& c, uint16_t opcode, uint64_t xid, std::string_view request,

@@ -13,6 +13,9 @@
 // then the last error is returned. Servers that must not run a request twice key their
 // reply cache on (client_uuid, xid).
 //
+// Authentication: with ClientOptions::keys, CONNECT carries a nonce and the connection is
+// used only once both sides proved the key (lnet/auth.h); a failure is kAccess, not retried.
+//
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
@@ -25,6 +28,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "lnet/auth.h"
 #include "lnet/frame.h"
 #include "lnet/nid.h"
 
@@ -38,6 +42,11 @@ struct ClientOptions {
   int retry_deadline_ms = 300'000;    // keep resending retryable failures this long (then EIO)
   int max_connections = 8;            // connections kept to this peer
   FrameLimits limits;                 // what replies may carry
+  // The cluster key (lnet/auth.h): with one, every connection proves it and makes the server
+  // prove it before any request (kAccess "authentication failed: ..." otherwise); null: no
+  // authentication, as a test cluster without a key.
+  std::shared_ptr<const KeyRing> keys;
+  std::string role = "client";        // who we are, in CONNECT and the proofs: client, mds, oss, tool
 };
 
 // Bulk for one call: what to send after the request body, and where the reply's bulk goes.

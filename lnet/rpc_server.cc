@@ -348,6 +348,7 @@ class RpcServer::Impl : public RequestHandler {
       return st;
     }
     ctx->peer = s.peer;
+    ctx->lnd = s.lnd;
     ctx->client_uuid = s.client_uuid;
     ctx->xid = h.xid;
     ctx->opcode = h.opcode;
@@ -363,6 +364,7 @@ class RpcServer::Impl : public RequestHandler {
   Status Dispatch(ServerSession& s, const FrameHeader& h, std::string_view body, RpcContext& ctx,
                   std::string* reply) {
     if (h.opcode == proto::OP_CONNECT) return HandleConnect(s, body, reply);
+    if (h.opcode == proto::OP_AUTH) return HandleAuth(s, body, reply);
     if (!s.connected) {
       return Status(Code::kProtocol, "the first request on a connection must be CONNECT");
     }
@@ -410,14 +412,64 @@ class RpcServer::Impl : public RequestHandler {
                                         "', not '" + req.fsname() + "'");
     }
     s.client_uuid = req.client_uuid();
-    s.connected = true;
     s.SetListedUuid(s.client_uuid);
     proto::ConnectReply rep;
     rep.set_version(kWireVersion);
     rep.set_server_uuid(options_.server_uuid);
     rep.set_fsname(options_.fsname);
+    rep.set_role(options_.role);
+    if (options_.keys) {
+      s.connected = false;
+      s.client_role = req.role();
+      if (req.auth_nonce().size() != kNonceSize) {
+        return Refuse(s, req.auth_nonce().empty() ? "the client presented no cluster key"
+                                                  : "malformed nonce");
+      }
+      s.client_nonce = req.auth_nonce();
+      s.server_nonce = RandomNonce();
+      s.auth_pending = true;
+      rep.set_auth_nonce(s.server_nonce);
+    } else {
+      s.connected = true;
+    }
     rep.SerializeToString(reply);
     return Status::Ok();
+  }
+
+  // OP_AUTH: the client's proof over the handshake; ours back with the key that matched.
+  Status HandleAuth(ServerSession& s, std::string_view body, std::string* reply) {
+    if (!options_.keys) {
+      return Status(Code::kBadOpcode, options_.name + " has no cluster key: OP_AUTH not served");
+    }
+    if (!s.auth_pending) return Status(Code::kProtocol, "OP_AUTH without CONNECT");
+    s.auth_pending = false;
+    proto::AuthRequest req;
+    if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+      return Refuse(s, "bad OP_AUTH body");
+    }
+    const HandshakeIds ids{s.client_nonce,      s.server_nonce,        s.client_role,
+                           s.client_uuid,       options_.role,         options_.server_uuid,
+                           options_.fsname};
+    const std::string& p = req.proof();
+    std::optional<size_t> key = options_.keys->Match(
+        Transcript("client", ids), std::span(reinterpret_cast<const uint8_t*>(p.data()), p.size()));
+    if (!key) return Refuse(s, "wrong cluster key (the client's proof does not match)");
+    s.connected = true;
+    const Mac proof = Hmac(options_.keys->keys()[*key], Transcript("server", ids));
+    proto::AuthReply rep;
+    rep.set_proof(proof.data(), proof.size());
+    rep.SerializeToString(reply);
+    return Status::Ok();
+  }
+
+  // One log line, and the error the client sees; the connection is dropped after the reply.
+  Status Refuse(ServerSession& s, std::string_view why) {
+    s.connected = false;
+    s.auth_pending = false;
+    LOG_WARN("{}: refused {} (uuid {}, role {}): authentication failed: {}", options_.name,
+             s.peer, s.client_uuid.empty() ? "-" : s.client_uuid,
+             s.client_role.empty() ? "-" : s.client_role, why);
+    return AuthFailed(options_.name + " refused the connection: " + std::string(why));
   }
 
   // OP_LNET_PEERS: every open connection and the LND carrying it.
@@ -460,8 +512,9 @@ class RpcServer::Impl : public RequestHandler {
       Drop(c, "sending reply: " + sent.ToString());
       return;
     }
-    if (st.code() == Code::kProtocol && !c->session.connected) {
-      Drop(c, st.message());
+    if (DropAfterReply(c->session, st)) {
+      // A refused authentication was logged once already.
+      Drop(c, st.code() == Code::kAccess ? "" : st.message());
       return;
     }
     c->busy.store(false, std::memory_order_release);

@@ -16,7 +16,8 @@
 // connection is unaffected.
 //
 // The first frame of a connection must be OP_CONNECT (handled here): it names the client's
-// uuid (RpcContext::client_uuid) and the filesystem it expects.
+// uuid (RpcContext::client_uuid) and the filesystem it expects. With ServerOptions::keys the
+// second must be OP_AUTH, and nothing else is served until the client proved the key.
 //
 // Handlers are registered before Start() and must be thread-safe: several run at once.
 // Thread-safety: Register* before Start(); Start/Stop from one thread.
@@ -33,6 +34,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "lnet/auth.h"
 #include "lnet/buffer.h"
 #include "lnet/frame.h"
 #include "lnet/nid.h"
@@ -50,11 +52,17 @@ struct ServerOptions {
   // Opcodes whose replies are kept per (client uuid, xid) so that a resend does not run
   // the request twice (lnet/reply_cache.h): every non-idempotent MDS operation.
   std::vector<uint16_t> reply_cache_opcodes;
+  // The cluster key ring (lnet/auth.h): with one, a connection is served only after the
+  // challenge-response at CONNECT; a peer without the key, or with another, is refused with
+  // one log line and kAccess. Null: every peer is served (a test cluster's trust model).
+  std::shared_ptr<const KeyRing> keys;
+  std::string role = "server";       // ours, in CONNECT replies and the proofs: mds, oss
 };
 
 // What a handler knows about the request beyond its message, and where it puts reply bulk.
 struct RpcContext {
   std::string peer;                       // "127.0.0.1:41234"
+  Lnd lnd = Lnd::kTcp;                    // the LND carrying the connection
   std::string client_uuid;                // from the connection's CONNECT
   uint64_t xid = 0;
   uint16_t opcode = 0;

@@ -6,8 +6,9 @@
 
 namespace stria::mds {
 
-LnetOstGateway::LnetOstGateway(std::string fsname, int timeout_ms)
-    : fsname_(std::move(fsname)), timeout_ms_(timeout_ms) {}
+LnetOstGateway::LnetOstGateway(std::string fsname, std::shared_ptr<const lnet::KeyRing> keys,
+                               int timeout_ms)
+    : fsname_(std::move(fsname)), keys_(std::move(keys)), timeout_ms_(timeout_ms) {}
 
 Result<std::shared_ptr<lnet::RpcClient>> LnetOstGateway::ClientFor(const proto::OstInfo& ost) {
   std::lock_guard lock(mu_);
@@ -20,6 +21,8 @@ Result<std::shared_ptr<lnet::RpcClient>> LnetOstGateway::ClientFor(const proto::
   opts.rpc_timeout_ms = timeout_ms_;
   opts.retry_deadline_ms = timeout_ms_;
   opts.max_connections = 2;
+  opts.keys = keys_;
+  opts.role = "mds";
   auto client = std::make_shared<lnet::RpcClient>(std::move(nid), std::move(opts));
   clients_[ost.nid()] = client;
   return client;

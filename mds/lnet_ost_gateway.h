@@ -19,7 +19,10 @@ namespace stria::mds {
 class LnetOstGateway : public OstGateway {
  public:
   // timeout_ms bounds each call (connect, reply wait and retries).
-  LnetOstGateway(std::string fsname, int timeout_ms = 3000);
+  // keys: the cluster key the MDS proves to OSSes (null: none).
+  explicit LnetOstGateway(std::string fsname,
+                          std::shared_ptr<const lnet::KeyRing> keys = nullptr,
+                          int timeout_ms = 3000);
 
   Status Destroy(const proto::OstInfo& ost, const proto::OstDestroyRequest& req) override;
   Result<proto::OstStatfsReply> Statfs(const proto::OstInfo& ost) override;
@@ -28,6 +31,7 @@ class LnetOstGateway : public OstGateway {
   Result<std::shared_ptr<lnet::RpcClient>> ClientFor(const proto::OstInfo& ost);
 
   const std::string fsname_;
+  const std::shared_ptr<const lnet::KeyRing> keys_;
   const int timeout_ms_;
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<lnet::RpcClient>> clients_;  // GUARDED_BY(mu_), by NID

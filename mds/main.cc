@@ -2,7 +2,8 @@
 //
 //   stria-mds --fsname NAME --data DIR [--listen NID] [--port-file FILE] [--threads N]
 //             [--log-level LVL] [--root-squash UID:GID] [--client-lease-ms MS]
-//             [--lnet-fallback tcp|none] [--o2ib-poll]
+//             [--lnet-fallback tcp|none] [--o2ib-poll] [--key-file FILE]...
+//             [--nosquash-nids NIDLIST]
 //
 // Formats DIR on first use; refuses a DIR of another filesystem (exit 1). Stops cleanly on
 // SIGTERM/SIGINT: the RPC server stops (handlers in flight finish), the destroy queue stops,
@@ -73,6 +74,14 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string lnet_fallback;
   bool o2ib_poll = false;
+  std::vector<std::string> key_files;
+  app.add_option("--key-file", key_files,
+                 "cluster key file (lctl keygen); repeat it during a key rotation: the first "
+                 "proves and signs, the others are also accepted (docs/security.md)");
+  std::string nosquash_nids;
+  app.add_option("--nosquash-nids", nosquash_nids,
+                 "NIDs whose root is not squashed (with --root-squash): a space- or comma-"
+                 "separated list, each ADDR@NET with * and [a-b] ranges, e.g. '10.0.0.[1-4]@tcp'");
   std::string metrics_addr, metrics_port_file;
   app.add_option("--metrics-addr", metrics_addr,
                  "serve Prometheus /metrics on HOST:PORT (port 0: any free port); off by default");
@@ -100,9 +109,26 @@ int main(int argc, char** argv) {
       fprintf(stderr, "stria-mds: --root-squash must be UID:GID, not '%s'\n", root_squash.c_str());
       return 1;
     }
-    service_options.root_squash = true;
-    service_options.squash_uid = uid;
-    service_options.squash_gid = gid;
+    service_options.squash.root_squash = true;
+    service_options.squash.squash_uid = uid;
+    service_options.squash.squash_gid = gid;
+  }
+  if (!nosquash_nids.empty()) {
+    auto list = stria::mds::ParseNidPatterns(nosquash_nids);
+    if (!list.ok()) {
+      fprintf(stderr, "stria-mds: --nosquash-nids: %s\n", list.status().message().c_str());
+      return 1;
+    }
+    service_options.squash.nosquash_nids = *list;
+  }
+  std::shared_ptr<const stria::lnet::KeyRing> keys;
+  if (!key_files.empty()) {
+    auto ring = stria::lnet::LoadKeyRing(key_files);
+    if (!ring.ok()) {
+      fprintf(stderr, "stria-mds: --key-file: %s\n", ring.status().message().c_str());
+      return 1;
+    }
+    keys = *ring;
   }
 
   auto nid = stria::lnet::Nid::Parse(listen);
@@ -124,7 +150,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  stria::mds::LnetOstGateway gateway(fsname);
+  stria::mds::LnetOstGateway gateway(fsname, keys);
   stria::mds::NamespaceOptions nopts;
   nopts.data_dir = data;
   nopts.fsname = fsname;
@@ -146,6 +172,8 @@ int main(int argc, char** argv) {
   sopts.server_uuid = fsname + "-MDT0000_UUID";
   sopts.worker_threads = threads;
   sopts.reply_cache_opcodes = stria::mds::MdsService::ReplyCacheOpcodes();
+  sopts.keys = keys;
+  sopts.role = "mds";
   stria::lnet::RpcServer server(sopts);
   stria::mds::ClientSessions sessions(ns->get(), {.lease_ms = lease_ms});
   stria::mds::MdsService service(ns->get(), &queue, service_options, &sessions);

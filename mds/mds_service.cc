@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "lnet/stats_service.h"
+#include "lnet/lnd.h"
 #include "mds/ops/ops.h"
 #include "mds/reply_journal.h"
 
@@ -14,15 +15,16 @@ namespace {
 
 // The request as the operation sees it: with root squashed when configured.
 template <typename Req>
-const Req& Squashed(const Req& req, const MdsServiceOptions& o, Req* storage) {
+const Req& Squashed(const Req& req, const MdsServiceOptions& o, const lnet::RpcContext& ctx,
+                    Req* storage) {
   if constexpr (requires { req.cred(); }) {
-    if (o.root_squash && req.cred().uid() == 0) {
-      *storage = req;
-      proto::Credentials* c = storage->mutable_cred();
-      c->set_uid(o.squash_uid);
-      c->set_gid(o.squash_gid);
-      c->clear_groups();
-      return *storage;
+    if (o.squash.root_squash && req.cred().uid() == 0) {
+      proto::Credentials cred = req.cred();
+      if (SquashRoot(o.squash, ctx.peer, lnet::LndName(ctx.lnd), &cred)) {
+        *storage = req;
+        *storage->mutable_cred() = std::move(cred);
+        return *storage;
+      }
     }
   }
   return req;
@@ -56,7 +58,7 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         } counted{md.get(), op, wire_req, t0};
         if (sessions) sessions->Touch(ctx.client_uuid);
         Req storage;
-        const Req& req = Squashed(wire_req, options, &storage);
+        const Req& req = Squashed(wire_req, options, ctx, &storage);
         Status st;
         // Group commit: the change is made durable after the namespace mutex is released.
         DeferredSync durable(ns);

@@ -26,14 +26,14 @@
 #include "mds/client_sessions.h"
 #include "mds/destroy_queue.h"
 #include "mds/namespace.h"
+#include "mds/squash.h"
 
 namespace stria::mds {
 
 struct MdsServiceOptions {
-  // Root squash: requests from uid 0 run as squash_uid:squash_gid (no supplementary groups).
-  bool root_squash = false;
-  uint32_t squash_uid = 65534;
-  uint32_t squash_gid = 65534;
+  // Root squash: requests from uid 0 run as squash_uid:squash_gid (no supplementary groups),
+  // unless they come from a NID in nosquash_nids (mds/squash.h).
+  SquashOptions squash;
   // 0 (the default): every namespace change is durable (WAL synced, shared by concurrent
   // changes) before its reply. N > 0: namespace changes are answered once they are in the
   // WAL (a crash of the MDS process keeps them) and made durable by the committer within N

@@ -179,7 +179,7 @@ TEST(RootSquashTest, RootRunsAsSquashedUser) {
   so.fsname = "testfs";
   lnet::RpcServer server(so);
   MdsServiceOptions opts;
-  opts.root_squash = true;
+  opts.squash.root_squash = true;
   MdsService service(&f.ns(), nullptr, opts);
   service.Register(&server);
   ASSERT_TRUE(server.Start(*lnet::Nid::Parse("127.0.0.1@tcp:0")).ok());
@@ -226,7 +226,7 @@ TEST(LnetOstGatewayTest, DestroyAndStatfsOverRpc) {
   ASSERT_TRUE(oss.Start(*lnet::Nid::Parse("127.0.0.1@tcp:0")).ok());
   const std::string nid = "127.0.0.1@tcp:" + std::to_string(oss.port());
 
-  LnetOstGateway gw("testfs", 2000);
+  LnetOstGateway gw("testfs", /*keys=*/nullptr, 2000);
   testing::TempDir tmp;
   NamespaceOptions o;
   o.data_dir = tmp.path() + "/db";

@@ -3,6 +3,7 @@
 //   stria-oss --mgs NIDLIST --ost INDEX:DIR [--ost INDEX:DIR ...] [--listen NID]
 //             [--port-file FILE] [--threads N] [--max-open-files N] [--log-level LVL]
 //             [--heartbeat-ms MS] [--lnet-fallback tcp|none] [--o2ib-poll]
+//             [--key-file FILE]...
 //
 // Serves each OST directory (formatted on first use with the MGS's fsname), registers them
 // with the MGS every 5 s, and stops cleanly on SIGTERM/SIGINT. Exit 1 on bad options, an
@@ -76,6 +77,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   std::string lnet_fallback, metrics_addr, metrics_port_file;
   bool o2ib_poll = false;
+  std::vector<std::string> key_files;
+  app.add_option("--key-file", key_files,
+                 "cluster key file (lctl keygen); repeat it during a key rotation: the first "
+                 "proves and signs, the others are also accepted (docs/security.md)");
   app.add_option("--metrics-addr", metrics_addr,
                  "serve Prometheus /metrics on HOST:PORT (port 0: any free port); off by default");
   app.add_option("--metrics-port-file", metrics_port_file,
@@ -122,6 +127,14 @@ int main(int argc, char** argv) {
       return 1;
     }
     options.osts.push_back(*spec);
+  }
+  if (!key_files.empty()) {
+    auto keys = stria::lnet::LoadKeyRing(key_files);
+    if (!keys.ok()) {
+      fmt::print(stderr, "stria-oss: --key-file: {}\n", keys.status().message());
+      return 1;
+    }
+    options.keys = *keys;
   }
   options.threads = threads;
   options.heartbeat_ms = heartbeat_ms;

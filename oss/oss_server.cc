@@ -113,6 +113,7 @@ Status OssServer::Init() {
   ropts.mgs_nids = options_.mgs_nids;
   ropts.interval_ms = options_.heartbeat_ms;
   ropts.rpc_deadline_ms = options_.mgs_rpc_deadline_ms;
+  ropts.keys = options_.keys;
 
   std::vector<std::pair<uint32_t, OstMeta>> announce;
   for (size_t i = 0; i < options_.osts.size(); ++i) {
@@ -143,6 +144,8 @@ Status OssServer::Init() {
   sopts.name = "stria-oss";
   sopts.fsname = fsname;
   sopts.worker_threads = options_.threads;
+  sopts.keys = options_.keys;
+  sopts.role = "oss";
   server_ = std::make_unique<lnet::RpcServer>(sopts);
   service_.Register(server_.get());
   STRIA_RETURN_IF_ERROR(server_->Start(options_.listen));

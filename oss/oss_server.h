@@ -39,6 +39,9 @@ struct OssOptions {
   ObjectStoreOptions store;         // per OST
   int heartbeat_ms = 5'000;         // registration period
   int mgs_rpc_deadline_ms = 2'000;  // one registration's retry deadline
+  // The cluster key ring (lnet/auth.h): peers must prove it and the MGS is made to prove
+  // it. Null: no authentication.
+  std::shared_ptr<const lnet::KeyRing> keys;
 };
 
 // Parses "INDEX:DIR" (INDEX decimal, 0..kMaxOstIndex; DIR not empty).

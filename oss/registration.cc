@@ -15,6 +15,8 @@ Registrar::Registrar(RegistrationOptions options, FormatFn format, SpaceFn space
     co.rpc_timeout_ms = std::max(options_.rpc_deadline_ms, 1'000);
     co.retry_deadline_ms = options_.rpc_deadline_ms;
     co.max_connections = 1;
+    co.keys = options_.keys;
+    co.role = "oss";
     clients_.push_back(std::make_unique<lnet::RpcClient>(nid, co));
   }
 }

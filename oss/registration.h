@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "lnet/auth.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_client.h"
 #include "oss/ost_meta.h"
@@ -36,6 +37,7 @@ struct RegistrationOptions {
   std::string nid;                  // this OSS's NID as peers reach it ("10.0.0.5@tcp:9401")
   int interval_ms = 5'000;          // heartbeat period
   int rpc_deadline_ms = 2'000;      // one registration's retry deadline
+  std::shared_ptr<const lnet::KeyRing> keys;  // the cluster key, proved to the MGS; null: none
 };
 
 class Registrar {

@@ -2,9 +2,11 @@
 
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "client/mount_spec.h"
+#include "lnet/auth.h"
 #include "lnet/nid.h"
 
 namespace stria::tools {
@@ -20,6 +22,16 @@ int DeadlineMs() {
 
 }  // namespace
 
+void UseToolKey(lnet::ClientOptions* opts) {
+  static const Result<std::shared_ptr<const lnet::KeyRing>> keys = lnet::DefaultKeyRing();
+  if (!keys.ok()) {
+    std::fprintf(stderr, "stria: cluster key: %s\n", keys.status().message().c_str());
+    std::exit(1);
+  }
+  opts->keys = *keys;
+  opts->role = "tool";
+}
+
 Result<std::unique_ptr<client::Client>> ConnectNids(std::string_view nids,
                                                     std::string_view fsname) {
   STRIA_ASSIGN_OR_RETURN(std::vector<lnet::Nid> list, lnet::ParseNidList(nids));
@@ -32,6 +44,7 @@ Result<std::unique_ptr<client::Client>> ConnectNids(std::string_view nids,
   config.rpc.connect_timeout_ms = std::min(deadline, config.rpc.connect_timeout_ms);
   config.rpc.rpc_timeout_ms = std::max(deadline, 1000);
   config.rpc.max_connections = 2;
+  UseToolKey(&config.rpc);
   return client::Client::Connect(std::move(config));
 }
 

@@ -23,6 +23,13 @@ namespace stria::tools {
 inline constexpr int kToolDeadlineMs = 15'000;
 
 // Connects to the MGS at `nids` ("NID[,NID]"); fsname may be empty (any).
+// The cluster key tools prove when they connect on their own (docs/security.md): the file
+// named by --key-file (which sets $STRIA_KEY_FILE), else $STRIA_KEY_FILE, else
+// /etc/stria/stria.key if it exists; none otherwise. Sets opts->keys and the role "tool". A
+// key file that cannot be read ends the program with a message (exit 1): a tool must not
+// silently connect without the key it was given.
+void UseToolKey(lnet::ClientOptions* opts);
+
 Result<std::unique_ptr<client::Client>> ConnectNids(std::string_view nids, std::string_view fsname);
 
 // The exit status for a failed operation: the errno of the status, as lfs returns -rc.

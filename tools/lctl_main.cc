@@ -32,6 +32,7 @@
 
 #include "common/log.h"
 #include "common/version.h"
+#include "lnet/auth.h"
 #include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_client.h"
@@ -49,7 +50,8 @@ namespace {
 constexpr int kUsage = kUsageError;
 
 void PrintHelp(FILE* out) {
-  std::fputs("usage: lctl [--mgs NID[,NID]] [--lnet-fallback tcp|none] COMMAND [ARGS]\n"
+  std::fputs("usage: lctl [--mgs NID[,NID]] [--lnet-fallback tcp|none] [--key-file FILE] COMMAND\n"
+             "            [ARGS]   (the key: --key-file, $STRIA_KEY_FILE or /etc/stria/stria.key)\n"
              "Commands:\n"
              "  dl [-t]                      list the devices: MGS, MDT, OSTs (-t: their NIDs)\n"
              "  get_param [-n|-N|-R] NAME... show statistics (live, from the daemons and this\n"
@@ -58,6 +60,8 @@ void PrintHelp(FILE* out) {
              "  set_param [-P] NAME=VALUE... set tunables (-P: kept by the MGS for every node;\n"
              "                               without -P a client tunable applies to the mounts\n"
              "                               here); NAME=clear clears statistics\n"
+             "  keygen [--force] [FILE]      write a new random cluster key (default\n"
+             "                               /etc/stria/stria.key, mode 0600)\n"
              "  list_nids                    show this host's NIDs (@o2ib where RDMA is) and\n"
              "                               the LND that carries each\n"
              "  ping NID [TIMEOUT_SECONDS]   check that a Stria service answers at NID\n"
@@ -346,6 +350,32 @@ int ListNids(int argc, char** argv) {
   return 0;
 }
 
+// keygen [--force] [FILE]: a new random cluster key (docs/security.md), mode 0600.
+int Keygen(int argc, char** argv) {
+  bool force = false;
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--force" || a == "-f") {
+      force = true;
+    } else if (!a.empty() && a[0] != '-' && path.empty()) {
+      path = a;
+    } else {
+      return Usage(("keygen: usage: keygen [--force] [FILE] (default " +
+                    std::string(lnet::kDefaultKeyFile) + ")").c_str());
+    }
+  }
+  if (path.empty()) path = lnet::kDefaultKeyFile;
+  Status st = lnet::WriteNewKeyFile(path, force);
+  if (!st.ok()) {
+    std::fprintf(stderr, "lctl keygen: %s\n", st.message().c_str());
+    return ExitCode(st);
+  }
+  std::printf("wrote a new cluster key to %s (mode 0600); copy it to every server and client "
+              "over a secure channel\n", path.c_str());
+  return 0;
+}
+
 // lnetctl-like: what the service at NID is connected to, and over which LND.
 int Peers(int argc, char** argv) {
   if (argc != 2) return Usage("peers: usage: peers NID");
@@ -356,6 +386,7 @@ int Peers(int argc, char** argv) {
   opts.rpc_timeout_ms = 5000;
   opts.retry_deadline_ms = 5000;
   opts.max_connections = 1;
+  UseToolKey(&opts);
   lnet::RpcClient rpc(*nid, opts);
   proto::PeersRequest req;
   proto::PeersReply rep;
@@ -393,6 +424,7 @@ int Ping(int argc, char** argv) {
   opts.rpc_timeout_ms = timeout_s * 1000;
   opts.retry_deadline_ms = timeout_s * 1000;
   opts.max_connections = 1;
+  UseToolKey(&opts);
   lnet::RpcClient rpc(*nid, opts);
   proto::Ping req;
   req.set_payload("lctl ping");
@@ -439,6 +471,9 @@ int main(int argc, char** argv) {
         return Usage(st.message().c_str());
       }
       i += 2;
+    } else if (a == "--key-file" && i + 1 < argc) {
+      setenv("STRIA_KEY_FILE", argv[i + 1], 1);  // read by UseToolKey (tools/fs_connect.h)
+      i += 2;
     } else if (a == "--device" && i + 1 < argc) {
       device = argv[i + 1];
       i += 2;
@@ -467,6 +502,7 @@ int main(int argc, char** argv) {
   }
   if (!device.empty()) return Usage(("--device applies to activate/deactivate, not " + cmd).c_str());
   if (cmd == "list_nids") return ListNids(nsub, sub);
+  if (cmd == "keygen") return Keygen(nsub, sub);
   if (cmd == "ping") return Ping(nsub, sub);
   if (cmd == "peers" || cmd == "peer_list") return Peers(nsub, sub);
   if (cmd == "dl" || cmd == "device_list") return Dl(mgs, nsub, sub);

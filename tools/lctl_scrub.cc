@@ -40,6 +40,7 @@ Result<proto::OstScrubReply> ScrubOne(const proto::OstInfo& ost, const std::stri
   opts.rpc_timeout_ms = timeout_s * 1000;
   opts.retry_deadline_ms = timeout_s * 1000;
   opts.max_connections = 1;
+  UseToolKey(&opts);
   lnet::RpcClient rpc(nid, opts);
   proto::OstScrubRequest req;
   req.set_ost_idx(ost.index());

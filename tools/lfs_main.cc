@@ -66,6 +66,11 @@ int main(int argc, char** argv) {
     PrintHelp(stderr);
     return kUsageError;
   }
+  if (std::string(argv[1]) == "--key-file" && argc >= 4) {
+    setenv("STRIA_KEY_FILE", argv[2], 1);  // read by UseToolKey (tools/fs_connect.h)
+    argv += 2;
+    argc -= 2;
+  }
   const std::string cmd = argv[1];
   if (cmd == "--version" || cmd == "version") {
     std::printf("lfs %s (Stria)\n", stria::kVersion);

@@ -53,6 +53,7 @@ bool Answers(const std::string& nid_text) {
   opts.rpc_timeout_ms = 3000;
   opts.retry_deadline_ms = 3000;
   opts.max_connections = 1;
+  UseToolKey(&opts);
   lnet::RpcClient rpc(*nid, opts);
   proto::Ping req;
   req.set_payload("lfs check");

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <climits>
 #include <cstring>
 #include <limits>
@@ -196,8 +197,16 @@ int stria_connect(const char* spec, const struct stria_connect_opts* opts, stria
                 "stria_connect_opts.struct_size is not set");
       if (opts->timeout_ms > 0) o.timeout_ms = opts->timeout_ms;
       if (opts->io_threads > 0) o.io_threads = opts->io_threads;
-      if (opts->struct_size >= sizeof(*opts) && opts->dentry_ttl_ms >= 0) {
+      // A field is read only when the caller's struct_size says its struct has it, so a
+      // program built against an older stria.h keeps working.
+      auto has = [&](size_t offset, size_t size) { return opts->struct_size >= offset + size; };
+      if (has(offsetof(stria_connect_opts, dentry_ttl_ms), sizeof(int)) &&
+          opts->dentry_ttl_ms >= 0) {
         o.dentry_ttl_ms = opts->dentry_ttl_ms;
+      }
+      if (has(offsetof(stria_connect_opts, key_file), sizeof(const char*)) &&
+          opts->key_file != nullptr) {
+        o.key_file = opts->key_file;
       }
     }
     Result<std::unique_ptr<NativeFs>> fs = NativeFs::Connect(spec, o);

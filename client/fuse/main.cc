@@ -90,6 +90,11 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   cfg.rpc.rpc_timeout_ms = std::min(cfg.rpc.rpc_timeout_ms, cfg.rpc.retry_deadline_ms);
   cfg.rpc.connect_timeout_ms = std::min(cfg.rpc.connect_timeout_ms, cfg.rpc.retry_deadline_ms);
   {
+    auto keys = mo.key_file.empty() ? lnet::DefaultKeyRing() : lnet::LoadKeyRing({mo.key_file});
+    if (!keys.ok()) return Fail(a, "cannot mount " + a.device + ": " + keys.status().message());
+    cfg.rpc.keys = *keys;
+  }
+  {
     // First contact, with a deadline a person waits for.
     ClientConfig probe = cfg;
     probe.io_threads = 1;

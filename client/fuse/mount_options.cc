@@ -87,6 +87,9 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
         m.log_file = value;
       } else if (key == "log_level") {
         m.log_level = value;
+      } else if (key == "key_file") {
+        if (value.empty()) return Status(Code::kInval, "option key_file= needs a file name");
+        m.key_file = value;
       } else if (key == "lnet_fallback") {
         if (value != "tcp" && value != "none") {
           return Status(Code::kInval, "option lnet_fallback=" + value + ": tcp or none");

@@ -14,6 +14,8 @@
 //                       network partitioned) before the syscall fails with EIO, default 300
 //   log=FILE            the daemon's log once in the background (default: none)
 //   log_level=LEVEL     trace, debug, info, warn, error
+//   key_file=PATH       the cluster key (docs/security.md); without it, $STRIA_KEY_FILE,
+//                       else /etc/stria/stria.key if it exists, else none
 //   lnet_fallback=tcp   carry o2ib NIDs over TCP where this host has no RDMA device
 //                       (lnet/lnd.h; the same as stria-fuse --lnet-fallback tcp)
 //   o2ib_poll           busy-poll RDMA completion queues
@@ -40,6 +42,7 @@ struct MountOptions {
   int timeout_s = 300;
   std::string log_file;
   std::string log_level;
+  std::string key_file;       // empty: the default key (lnet::DefaultKeyRing), if any
   std::string lnet_fallback;  // "tcp", "none" or empty (the process default)
   bool o2ib_poll = false;
   bool default_permissions = true;  // the kernel checks mode bits too

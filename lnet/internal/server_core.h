@@ -25,7 +25,10 @@ struct ServerSession {
   std::string peer;         // "ADDR:PORT"
   Lnd lnd = Lnd::kTcp;      // the LND carrying the connection
   std::string client_uuid;  // from CONNECT
-  bool connected = false;   // CONNECT received
+  bool connected = false;   // CONNECT received (and, with a cluster key, OP_AUTH passed)
+  // With a cluster key: between CONNECT and OP_AUTH, the nonces and the client's role.
+  bool auth_pending = false;
+  std::string client_nonce, server_nonce, client_role;
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> bulk_bytes{0};  // request and reply bulk moved
 
@@ -53,6 +56,13 @@ class RequestHandler {
                                std::span<const uint8_t> bulk, RpcContext* ctx,
                                std::string* reply) = 0;
 };
+
+// Whether the connection is dropped once the reply to a request that ended with `st` is
+// sent: a malformed or refused handshake (kProtocol, kAccess before the connection is
+// established).
+inline bool DropAfterReply(const ServerSession& s, const Status& st) {
+  return !s.connected && (st.code() == Code::kProtocol || st.code() == Code::kAccess);
+}
 
 // The reply's frame header for a request answered with `st`. On an error *reply becomes the
 // error message and bulk_out is dropped.

@@ -384,7 +384,7 @@ Status O2ibListener::ServeOne(ServerConn& sc, uint32_t slot, const DecodedMsg& m
     // (Its bulk, if any, went by RDMA WRITE: bulk_inline implies the first branch.)
   }
   STRIA_RETURN_IF_ERROR(c.SendFrame(bufs, flags, pieces, deadline));
-  if (st.code() == Code::kProtocol && !sc.session.connected) return st;
+  if (DropAfterReply(sc.session, st)) return st;
   return Status::Ok();
 }
 

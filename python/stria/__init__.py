@@ -78,12 +78,14 @@ def find_device(fsname=None, mounts="/proc/mounts"):
                       "'10.0.0.5@tcp:/training' or set STRIA_DEVICE")
 
 
-def connect(device=None, *, timeout=60.0, io_threads=16, dentry_ttl=1.0):
+def connect(device=None, *, timeout=60.0, io_threads=16, dentry_ttl=1.0, key_file=None):
     """Connects to the filesystem `device` ("NID[,NID...]:/fsname"); without one, to the
     mounted filesystem (find_device). timeout: seconds a request keeps retrying a server
-    that is away before it fails."""
+    that is away before it fails. key_file: the cluster key (docs/security.md); None: the
+    file named by $STRIA_KEY_FILE, else /etc/stria/stria.key if it exists, else no key.
+    A missing or wrong key raises PermissionError ("authentication failed: ...")."""
     return Filesystem(device if device is not None else find_device(), timeout=timeout,
-                      io_threads=io_threads, dentry_ttl=dentry_ttl)
+                      io_threads=io_threads, dentry_ttl=dentry_ttl, key_file=key_file)
 
 
 def _stat_result(st):
@@ -127,12 +129,13 @@ class Filesystem(_Closing):
     """One connection to a Stria filesystem. Thread-safe. Not inherited across fork():
     a child process (a DataLoader worker) connects again (stria.torch does it for you)."""
 
-    def __init__(self, device, *, timeout=60.0, io_threads=16, dentry_ttl=1.0):
+    def __init__(self, device, *, timeout=60.0, io_threads=16, dentry_ttl=1.0, key_file=None):
         opts = _lib.ConnectOpts()
         opts.struct_size = _lib.ctypes.sizeof(opts)
         opts.timeout_ms = int(timeout * 1000)
         opts.io_threads = int(io_threads)
         opts.dentry_ttl_ms = int(dentry_ttl * 1000)
+        opts.key_file = os.fsencode(key_file) if key_file is not None else None
         handle = _lib.c_void_p()
         _lib.check(_c.stria_connect(_lib.encode(device), _lib.ctypes.byref(opts),
                                     _lib.ctypes.byref(handle)), device)

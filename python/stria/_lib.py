@@ -33,7 +33,7 @@ OP_READ, OP_WRITE, OP_FSYNC = 0, 1, 2
 
 class ConnectOpts(ctypes.Structure):
     _fields_ = [("struct_size", c_uint32), ("timeout_ms", c_int), ("io_threads", c_int),
-                ("dentry_ttl_ms", c_int)]
+                ("dentry_ttl_ms", c_int), ("key_file", ctypes.c_char_p)]
 
 
 class Stat(ctypes.Structure):

@@ -26,6 +26,9 @@ inline Result<std::unique_ptr<client::Client>> ConnectClient(const Cluster& c) {
   cfg.rpc.connect_timeout_ms = 2'000;
   cfg.rpc.retry_deadline_ms = 60'000;
   cfg.io_threads = 4;
+  if (c.options().cluster_key) {
+    STRIA_ASSIGN_OR_RETURN(cfg.rpc.keys, lnet::LoadKeyRing({c.key_file()}));
+  }
   return client::Client::Connect(cfg);
 }
 

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -417,6 +418,9 @@ void Cluster::DumpLogs(int lines) const {
 }
 
 Status Cluster::Start() {
+  if (options_.cluster_key && access(key_file().c_str(), F_OK) != 0) {
+    STRIA_RETURN_IF_ERROR(lnet::WriteNewKeyFile(key_file(), /*force=*/false));
+  }
   STRIA_RETURN_IF_ERROR(SetUpTmpfs());
   STRIA_RETURN_IF_ERROR(SetUpNetns());
   STRIA_RETURN_IF_ERROR(StartMds());
@@ -458,6 +462,7 @@ Status Cluster::StartMds() {
                                    "--data", dir_ + "/mds", "--listen", listen,
                                    "--port-file", port_file};
   argv.insert(argv.end(), options_.mds_args.begin(), options_.mds_args.end());
+  if (options_.cluster_key) argv.insert(argv.end(), {"--key-file", key_file()});
   STRIA_ASSIGN_OR_RETURN(mds_.pid, Spawn(argv, mds_log()));
   uint16_t port = 0;
   Status st = WaitForPortFile(port_file, mds_, "stria-mds", &port);
@@ -501,6 +506,7 @@ Status Cluster::StartOssLocked(int i) {
   argv.push_back("--port-file");
   argv.push_back(port_file);
   for (const auto& a : options_.oss_args) argv.push_back(a);
+  if (options_.cluster_key) argv.insert(argv.end(), {"--key-file", key_file()});
   for (int k = 0; k < options_.osts_per_oss; ++k) {
     int idx = i * options_.osts_per_oss + k;
     argv.push_back("--ost");
@@ -574,6 +580,9 @@ Status Cluster::WaitForOsts() {
   opts.connect_timeout_ms = 1'000;
   opts.rpc_timeout_ms = 5'000;
   opts.retry_deadline_ms = 2'000;
+  if (options_.cluster_key) {
+    STRIA_ASSIGN_OR_RETURN(opts.keys, lnet::LoadKeyRing({key_file()}));
+  }
   lnet::RpcClient rpc(*nid, opts);
   auto t0 = Clock::now();
   std::string last = "no reply";
@@ -622,6 +631,11 @@ Status Cluster::Mount(int m, const std::vector<std::string>& extra_fuse_options)
   std::vector<std::string> argv = {BinPath("stria-fuse"), device(), mnt, "-f"};
   std::vector<std::string> fuse_options = options_.fuse_options;
   fuse_options.insert(fuse_options.end(), extra_fuse_options.begin(), extra_fuse_options.end());
+  if (options_.cluster_key &&
+      std::none_of(fuse_options.begin(), fuse_options.end(),
+                   [](const std::string& o) { return o.rfind("key_file=", 0) == 0; })) {
+    fuse_options.push_back("key_file=" + key_file());
+  }
   if (!fuse_options.empty()) {
     std::string o;
     for (auto& x : fuse_options) o += (o.empty() ? "" : ",") + x;

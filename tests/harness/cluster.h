@@ -62,6 +62,9 @@ struct ClusterOptions {
   // "o2ib" on a host without an RDMA device, pass --lnet-fallback tcp in mds_args and
   // oss_args and lnet_fallback=tcp in fuse_options (tests/o2ib_fallback_test.cc).
   std::string net = "tcp";
+  // A cluster key (docs/security.md): Start() writes one to key_file() and every daemon,
+  // mount (unless its options name another key_file=) and harness client uses it.
+  bool cluster_key = false;
 };
 
 // The result of running a command to completion.
@@ -134,6 +137,8 @@ class Cluster {
 
   // ---- names ----
   const ClusterOptions& options() const { return options_; }
+  // Changed options apply to the daemons and mounts started from now on (mds_args, ...).
+  ClusterOptions& mutable_options() { return options_; }
   int num_osts() const { return options_.num_oss * options_.osts_per_oss; }
   const std::string& dir() const { return dir_; }
   std::string mount_point(int m = 0) const;
@@ -141,6 +146,7 @@ class Cluster {
   std::string mgs_nid() const;   // "127.0.0.1@tcp:PORT" (@o2ib with net = "o2ib")
   std::string device() const;    // "127.0.0.1@tcp:PORT:/fsname"
   std::string ost_dir(int ost_idx) const;
+  std::string key_file() const { return dir_ + "/cluster.key"; }  // with options.cluster_key
   std::string mds_log() const;
   std::string oss_log(int i) const;
   std::string fuse_log(int m = 0) const;

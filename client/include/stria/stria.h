@@ -50,6 +50,9 @@ struct stria_connect_opts {
                             away longer fails the call with -EIO or -ETIMEDOUT */
   int io_threads;        /* parallel stripe requests (default 16) */
   int dentry_ttl_ms;     /* how long a directory lookup is reused (default 1000) */
+  const char* key_file;  /* the cluster key file (docs/security.md); NULL: $STRIA_KEY_FILE,
+                            else /etc/stria/stria.key if it exists, else none. A wrong or
+                            missing key is -EACCES ("authentication failed: ..."). */
 };
 
 /* Connects to `spec` ("10.0.0.5@tcp:/training", "127.0.0.1@tcp:988:/training",
