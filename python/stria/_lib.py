@@ -167,8 +167,37 @@ def encode(path):
     return p
 
 
+class _PyBuffer(ctypes.Structure):
+    """CPython's Py_buffer: how a read-only buffer's address is had without a copy."""
+    _fields_ = [("buf", c_void_p), ("obj", ctypes.py_object), ("len", c_ssize_t),
+                ("itemsize", c_ssize_t), ("readonly", c_int), ("ndim", c_int),
+                ("format", c_char_p), ("shape", c_void_p), ("strides", c_void_p),
+                ("suboffsets", c_void_p), ("internal", c_void_p)]
+
+
+_get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+_get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(_PyBuffer), c_int]
+_get_buffer.restype = c_int
+_release_buffer = ctypes.pythonapi.PyBuffer_Release
+_release_buffer.argtypes = [ctypes.POINTER(_PyBuffer)]
+_release_buffer.restype = None
+
+
+class _Exported:
+    """A buffer exported by its object (pinned) until this is released or collected."""
+
+    def __init__(self, obj):
+        self.view = _PyBuffer()
+        _get_buffer(obj, ctypes.byref(self.view), 0)  # PyBUF_SIMPLE: contiguous bytes
+
+    def __del__(self):
+        if self.view.obj is not None:
+            _release_buffer(ctypes.byref(self.view))
+
+
 def buffer_address(buf, writable):
-    """(address, nbytes, keepalive) of a contiguous buffer, without copying it."""
+    """(address, nbytes, keepalive) of a contiguous buffer, without copying it. The buffer
+    stays pinned while `keepalive` is referenced."""
     mv = memoryview(buf)
     if not mv.contiguous:
         raise BufferError("the buffer must be contiguous")
@@ -179,8 +208,9 @@ def buffer_address(buf, writable):
     if n == 0:
         return None, 0, mv
     if mv.readonly:
-        # ctypes cannot take the address of a read-only buffer (bytes): it is only read.
-        keep = ctypes.c_char_p(mv.tobytes()) if not isinstance(buf, bytes) else ctypes.c_char_p(buf)
-        return ctypes.cast(keep, c_void_p).value, n, (keep, mv)
+        # ctypes' from_buffer wants a writable buffer; bytes and read-only views are only
+        # read, so their address comes straight from the buffer protocol.
+        exported = _Exported(mv)
+        return exported.view.buf, n, (exported, mv)
     arr = (ctypes.c_char * n).from_buffer(mv)
     return ctypes.addressof(arr), n, (arr, mv)

@@ -201,3 +201,16 @@ def test_connect_without_a_device_finds_the_mount(tmp_path, monkeypatch, mount):
     assert stria.find_device(mounts=str(mounts)) == device
     monkeypatch.chdir(tmp_path)
     assert stria.find_device(mounts=str(mounts)) == "10.9.9.9@tcp:/other"
+
+
+def test_read_only_buffers_are_written_without_a_copy(fs, tmpdir_fs):
+    from stria import _lib
+    data = bytes(range(256)) * 4096
+    base, _, _keep = _lib.buffer_address(data, writable=False)
+    # A slice of bytes (what BufferedWriter and write_bytes pass) is used in place.
+    addr, n, _keep2 = _lib.buffer_address(memoryview(data)[1000:], writable=False)
+    assert (addr, n) == (base + 1000, len(data) - 1000)
+    d, m = tmpdir_fs
+    fs.write_bytes(f"{d}/ro", memoryview(data)[1000:])
+    with open(f"{m}/ro", "rb") as f:
+        assert f.read() == data[1000:]
