@@ -139,22 +139,23 @@ class ClientImpl final : public Client, private OstTransport {
                                         std::string_view path) override;
 
   Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
-                      std::span<uint8_t> buf, bool* missing_object) override {
-    return io_.Read(layout, file_size, offset, buf, missing_object);
+                      std::span<uint8_t> buf, bool* missing_object, OpenCapas* capas) override {
+    return io_.Read(layout, file_size, offset, buf, missing_object, capas);
   }
   Status Write(const proto::Layout& layout, uint64_t offset, std::span<const uint8_t> data,
-               bool sync) override {
-    return io_.Write(layout, offset, data, sync);
+               bool sync, OpenCapas* capas) override {
+    return io_.Write(layout, offset, data, sync, capas);
   }
-  Status TruncateObjects(const proto::Layout& layout, uint64_t size) override {
-    return io_.TruncateObjects(layout, size);
+  Status TruncateObjects(const proto::Layout& layout, uint64_t size, OpenCapas* capas) override {
+    return io_.TruncateObjects(layout, size, capas);
   }
-  Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end) override {
-    return io_.PunchObjects(layout, offset, end);
+  Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end,
+                      OpenCapas* capas) override {
+    return io_.PunchObjects(layout, offset, end, capas);
   }
   Status SyncObjects(const proto::Layout& layout) override { return io_.SyncObjects(layout); }
-  Result<uint64_t> GlimpseSize(const proto::Layout& layout) override {
-    return io_.GlimpseSize(layout);
+  Result<uint64_t> GlimpseSize(const proto::Layout& layout, OpenCapas* capas) override {
+    return io_.GlimpseSize(layout, capas);
   }
 
   ClientTunables& tunables() override { return tunables_; }

@@ -26,6 +26,8 @@
 
 namespace stria::client {
 
+class OpenCapas;
+
 struct ClientConfig {
   std::vector<lnet::Nid> mgs_nids;    // the MGS (co-located with the MDS); first reachable wins
   std::string fsname;                 // must match the MGS's; empty = accept any
@@ -70,25 +72,32 @@ class Client {
   // Reads [offset, offset+buf.size()) of a file of `file_size` bytes into buf: returns the
   // bytes read (short only at end of file); holes read as zeros.
   // *missing_object: see StripedIo::Read.
+  // capas: the open's OSS capabilities (client/capa.h), null when the cluster has no key;
+  // the same for every data call below.
   virtual Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
-                              std::span<uint8_t> buf, bool* missing_object = nullptr) = 0;
+                              std::span<uint8_t> buf, bool* missing_object = nullptr,
+                              OpenCapas* capas = nullptr) = 0;
 
   // Writes data at offset; every touched object is written in parallel. sync=true makes the
   // OSTs fdatasync before replying.
   virtual Status Write(const proto::Layout& layout, uint64_t offset,
-                       std::span<const uint8_t> data, bool sync = false) = 0;
+                       std::span<const uint8_t> data, bool sync = false,
+                       OpenCapas* capas = nullptr) = 0;
 
   // Sets every object's size to match a file of `size` bytes (truncate on the OSTs).
-  virtual Status TruncateObjects(const proto::Layout& layout, uint64_t size) = 0;
+  virtual Status TruncateObjects(const proto::Layout& layout, uint64_t size,
+                                 OpenCapas* capas = nullptr) = 0;
 
   // Frees file range [offset, end) in every object (the range then reads as zeros).
-  virtual Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end) = 0;
+  virtual Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end,
+                              OpenCapas* capas = nullptr) = 0;
 
   // Makes every object's data durable (fsync on each OST).
   virtual Status SyncObjects(const proto::Layout& layout) = 0;
 
   // The file size implied by the objects' sizes (a glimpse of the OSTs).
-  virtual Result<uint64_t> GlimpseSize(const proto::Layout& layout) = 0;
+  virtual Result<uint64_t> GlimpseSize(const proto::Layout& layout,
+                                       OpenCapas* capas = nullptr) = 0;
 
   // Per-OST usage (lfs df), in OST index order; an unreachable OST is skipped.
   virtual Result<std::vector<proto::OstStatfsReply>> OstStatfs() = 0;

@@ -269,6 +269,7 @@ Result<std::unique_ptr<NativeFile>> NativeFs::Open(std::string_view path, int fl
       *opened.mutable_attr() = c->attr();
       *opened.mutable_layout() = c->layout();
       opened.set_handle(c->handle());
+      if (c->has_capa()) *opened.mutable_capa() = c->capa();
     } else if (c.status().code() != Code::kExist || (flags & O_EXCL)) {
       return c.status();
     }
@@ -332,6 +333,10 @@ Status NativeFs::SetStripe(std::string_view path, const proto::Layout& layout) {
 NativeFile::NativeFile(NativeFs* fs, uint64_t ino, uint64_t handle, int flags,
                        proto::OpenReply open)
     : fs_(fs), ino_(ino), handle_(handle), flags_(flags) {
+  capas_ = OpenCapas::FromReply(
+      {fs->cred_, ino, handle,
+       static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC))},
+      open.has_capa() ? &open.capa() : nullptr);
   const proto::Attr& a = open.attr();
   size_.store(a.size());
   relatime_due_ = RelatimeDue(a.atime_ns(), a.mtime_ns(), a.ctime_ns(), NowNs());
@@ -387,13 +392,14 @@ Result<size_t> NativeFile::Pread(uint64_t offset, std::span<uint8_t> buf) {
   if (!layout) return size_t{0};  // no objects: nothing was ever written
   const std::span<uint8_t> want = buf.first(end - offset);
   bool missing = false;
-  STRIA_ASSIGN_OR_RETURN(size_t n, fs_->client_->Read(*layout, size, offset, want, &missing));
+  STRIA_ASSIGN_OR_RETURN(size_t n, fs_->client_->Read(*layout, size, offset, want, &missing,
+                                                          capas_.get()));
   if (!missing) return n;
   // A missing object: a hole, or the layout changed under this open file (lfs migrate).
   STRIA_ASSIGN_OR_RETURN(proto::AttrReply r, md.Getattr(fs_->cred_, ino_));
   if (r.layout().generation() == layout->generation()) return n;
   SetLayout(std::move(*r.mutable_layout()));
-  return fs_->client_->Read(*this->layout(), size, offset, want);
+  return fs_->client_->Read(*this->layout(), size, offset, want, nullptr, capas_.get());
 }
 
 Result<size_t> NativeFile::Pwrite(uint64_t offset, std::span<const uint8_t> data) {
@@ -421,7 +427,7 @@ Result<size_t> NativeFile::WriteAt(uint64_t offset, std::span<const uint8_t> dat
     open_data_.reset();
   }
   const bool sync = (flags_ & (O_SYNC | O_DSYNC)) != 0;
-  STRIA_RETURN_IF_ERROR(fs_->client_->Write(*layout, offset, data, sync));
+  STRIA_RETURN_IF_ERROR(fs_->client_->Write(*layout, offset, data, sync, capas_.get()));
   auto raise = [](std::atomic<uint64_t>& a, uint64_t v) {
     uint64_t cur = a.load();
     while (cur < v && !a.compare_exchange_weak(cur, v)) {
@@ -543,7 +549,7 @@ Status NativeFile::Truncate(uint64_t size) {
   if (!writable()) return Status(Code::kInval, "file not open for writing");
   if (size > kMaxFileSize) return Status(Code::kFBig, "size beyond the maximum file size");
   if (std::shared_ptr<const proto::Layout> l = layout(); l && HasObjects(*l)) {
-    STRIA_RETURN_IF_ERROR(fs_->client_->TruncateObjects(*l, size));
+    STRIA_RETURN_IF_ERROR(fs_->client_->TruncateObjects(*l, size, capas_.get()));
   }
   // Writes acknowledged before the truncate are reported first, so the MDS's max(size)
   // rule cannot undo the truncate at close.

@@ -10,6 +10,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "client/capa.h"
 #include "client/internal/thread_pool.h"
 #include "proto/layout_components.h"
 
@@ -114,6 +115,34 @@ Status StripedIo::Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* r
   return Status::Ok();
 }
 
+template <typename Req, typename Rep>
+Status StripedIo::CallObject(OpenCapas* capas, uint16_t opcode, Req& req, Rep* rep,
+                             const lnet::CallBulk& bulk) {
+  const uint32_t ost = req.object().ost_idx();
+  if (capas == nullptr) return Call(ost, opcode, req, rep, bulk);
+  for (int attempt = 0;; ++attempt) {
+    uint64_t gen = 0;
+    bool have = capas->Fill(req.object(), req.mutable_capa(), &gen);
+    if (!have) {
+      // A component instantiated or a layout swapped since the grant: ask for the file's
+      // objects now.
+      STRIA_RETURN_IF_ERROR(capas->Renew(transport_, gen));
+      have = capas->Fill(req.object(), req.mutable_capa(), &gen);
+      if (!have) {
+        return Status(Code::kAccess, "no capability for object " +
+                                         std::to_string(req.object().object_id()) + " on OST " +
+                                         std::to_string(ost) + ": not an object of this file");
+      }
+    } else if (attempt == 0 && capas->RenewDue()) {
+      // Renewed ahead of expiry; should the MDS not answer, the current one still works.
+      if (capas->Renew(transport_, gen).ok()) capas->Fill(req.object(), req.mutable_capa(), &gen);
+    }
+    Status st = Call(ost, opcode, req, rep, bulk);
+    if (st.code() != Code::kCapaExpired || attempt >= 2) return st;
+    STRIA_RETURN_IF_ERROR(capas->Renew(transport_, gen));
+  }
+}
+
 Result<std::vector<StripedIo::PlannedIo>> StripedIo::Plan(const proto::Layout& layout,
                                                           uint64_t offset, uint64_t length,
                                                           IoKind kind,
@@ -166,7 +195,8 @@ Result<std::vector<StripedIo::PlannedIo>> StripedIo::Plan(const proto::Layout& l
 }
 
 Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
-                               uint64_t offset, std::span<uint8_t> buf, bool* missing_object) {
+                               uint64_t offset, std::span<uint8_t> buf, bool* missing_object,
+                               OpenCapas* capas) {
   const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   std::atomic<bool> missing{false};
   if (buf.empty() || offset >= file_size) return size_t{0};
@@ -199,7 +229,7 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
     req.set_offset(io.obj_offset);
     req.set_length(io.length);
     proto::OstIoReply rep;
-    Status st = Call(req.object().ost_idx(), proto::OP_OST_READ, req, &rep, bulk);
+    Status st = CallObject(capas, proto::OP_OST_READ, req, &rep, bulk);
     if (st.code() == Code::kNoEnt) {
       got = 0;  // an object never written: all hole
       missing.store(true);
@@ -221,7 +251,7 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
 }
 
 Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
-                        std::span<const uint8_t> data, bool sync) {
+                        std::span<const uint8_t> data, bool sync, OpenCapas* capas) {
   const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   if (data.empty()) return Status::Ok();
   if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
@@ -256,7 +286,7 @@ Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
     req.set_length(io.length);
     req.set_sync(sync);
     proto::OstIoReply rep;
-    STRIA_RETURN_IF_ERROR(Call(req.object().ost_idx(), proto::OP_OST_WRITE, req, &rep, bulk));
+    STRIA_RETURN_IF_ERROR(CallObject(capas, proto::OP_OST_WRITE, req, &rep, bulk));
     if (rep.length() != io.length) {
       return Status(Code::kIO, "short write on OST " + std::to_string(req.object().ost_idx()) +
                                    ": " + std::to_string(rep.length()) + " of " +
@@ -276,7 +306,8 @@ Result<std::vector<StripedIo::StripeRef>> StripedIo::Stripes(const proto::Layout
   return out;
 }
 
-Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size) {
+Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size,
+                                  OpenCapas* capas) {
   const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   if (size > kMaxFileSize) return Status(Code::kFBig, "size past the maximum file size");
   STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
@@ -291,16 +322,17 @@ Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size) {
                      ? 0
                      : ObjectSizeForFileSize(r.geometry, r.stripe, std::min(size, r.extent.end)));
     proto::OstIoReply rep;
-    return Call(req.object().ost_idx(), proto::OP_OST_TRUNCATE, req, &rep);
+    return CallObject(capas, proto::OP_OST_TRUNCATE, req, &rep);
   });
 }
 
-Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end) {
+Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end,
+                               OpenCapas* capas) {
   const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   // The Data-on-MDT part: zeros written over it (at most the DoM component, small).
   if (const uint64_t dom_end = DomEnd(layout); offset < dom_end) {
     const std::vector<uint8_t> zeros(std::min(end, dom_end) - offset, 0);
-    STRIA_RETURN_IF_ERROR(Write(layout, offset, zeros, /*sync=*/false));
+    STRIA_RETURN_IF_ERROR(Write(layout, offset, zeros, /*sync=*/false, capas));
   }
   STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
   return internal::ParallelFor(pool_, stripes.size(), [&](size_t i) -> Status {
@@ -319,7 +351,7 @@ Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uin
     req.set_offset(obj_from);
     req.set_length(obj_to - obj_from);
     proto::OstIoReply rep;
-    return Call(req.object().ost_idx(), proto::OP_OST_PUNCH, req, &rep);
+    return CallObject(capas, proto::OP_OST_PUNCH, req, &rep);
   });
 }
 
@@ -350,7 +382,7 @@ Status StripedIo::SyncObjects(const proto::Layout& layout) {
   });
 }
 
-Result<uint64_t> StripedIo::GlimpseSize(const proto::Layout& layout) {
+Result<uint64_t> StripedIo::GlimpseSize(const proto::Layout& layout, OpenCapas* capas) {
   STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
   std::vector<uint64_t> sizes(stripes.size(), 0);
   STRIA_RETURN_IF_ERROR(internal::ParallelFor(pool_, stripes.size(), [&](size_t i) -> Status {
@@ -358,7 +390,7 @@ Result<uint64_t> StripedIo::GlimpseSize(const proto::Layout& layout) {
     proto::OstGetattrRequest req;
     *req.mutable_object() = ObjectOf(*r.extent.plain, r.stripe);
     proto::OstGetattrReply rep;
-    Status st = Call(req.object().ost_idx(), proto::OP_OST_GETATTR, req, &rep);
+    Status st = CallObject(capas, proto::OP_OST_GETATTR, req, &rep);
     if (st.code() == Code::kNoEnt) return Status::Ok();
     STRIA_RETURN_IF_ERROR(st);
     if (!rep.exists()) return Status::Ok();

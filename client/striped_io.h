@@ -15,6 +15,8 @@
 //
 // StripedIo knows nothing of connections: it sends through an OstTransport (the Client,
 // which maps OST indexes to peers and refreshes the OST table when an OSS moved).
+// With `capas` (an open's OSS capabilities, client/capa.h; null when the cluster has no
+// key), each object request carries its object's capability, renewed as needed.
 // Thread-safety: all methods are thread-safe if the transport is.
 #pragma once
 
@@ -35,6 +37,7 @@ namespace stria::client {
 namespace internal {
 class ThreadPool;
 }
+class OpenCapas;
 
 enum class IoKind { kRead, kWrite };
 
@@ -83,14 +86,17 @@ class StripedIo {
   // hole of a sparse file, or an object a layout change (lfs migrate) destroyed, which the
   // caller may check by fetching the layout again.
   Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
-                      std::span<uint8_t> buf, bool* missing_object = nullptr);
+                      std::span<uint8_t> buf, bool* missing_object = nullptr,
+                      OpenCapas* capas = nullptr);
   Status Write(const proto::Layout& layout, uint64_t offset, std::span<const uint8_t> data,
-               bool sync);
-  Status TruncateObjects(const proto::Layout& layout, uint64_t size);
+               bool sync, OpenCapas* capas = nullptr);
+  Status TruncateObjects(const proto::Layout& layout, uint64_t size, OpenCapas* capas = nullptr);
   // Frees file range [offset, end) in every object (fallocate PUNCH_HOLE).
-  Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end);
+  Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end,
+                      OpenCapas* capas = nullptr);
+  // OP_OST_SYNC needs no capability (it neither reads nor changes data).
   Status SyncObjects(const proto::Layout& layout);
-  Result<uint64_t> GlimpseSize(const proto::Layout& layout);
+  Result<uint64_t> GlimpseSize(const proto::Layout& layout, OpenCapas* capas = nullptr);
 
  private:
   // One RPC of a call, with the plain layout whose object it addresses (on_mdt: the bytes
@@ -117,6 +123,12 @@ class StripedIo {
   template <typename Req, typename Rep>
   Status Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* rep,
               const lnet::CallBulk& bulk = {});
+  // Call for a request that names one object (req.object()), with its capability when
+  // capas is set: renewed first when due or when the grant lacks the object, and once more
+  // when the OSS answers kCapaExpired.
+  template <typename Req, typename Rep>
+  Status CallObject(OpenCapas* capas, uint16_t opcode, Req& req, Rep* rep,
+                    const lnet::CallBulk& bulk = {});
   template <typename Req, typename Rep>
   Status CallMds(uint16_t opcode, const Req& req, Rep* rep, const lnet::CallBulk& bulk = {});
 

@@ -48,6 +48,7 @@ std::string_view CodeName(Code code) {
     case Code::kNoOst: return "NoSuchOst";
     case Code::kWrongFs: return "WrongFilesystem";
     case Code::kNotReady: return "NotReady";
+    case Code::kCapaExpired: return "CapaExpired";
     case Code::kInternal: return "Internal";
   }
   return "Unknown";
@@ -74,6 +75,7 @@ int Status::ToErrno() const {
     case Code::kTimeout: return ETIMEDOUT;
     case Code::kTooLarge: return EFBIG;
     case Code::kNoOst: return ENODEV;
+    case Code::kCapaExpired: return EACCES;
     default: return EIO;
   }
 }

@@ -67,6 +67,8 @@ enum class Code : int32_t {
   kNoOst = 3000,         // OST index unknown to the MGS
   kWrongFs = 3001,       // peer belongs to another filesystem
   kNotReady = 3002,      // service starting or recovering; retryable
+  kCapaExpired = 3003,   // an OSS capability's lifetime is over: the client renews it at the
+                         // MDS (OP_MDS_CAPA_RENEW) and resends; EACCES if it ever surfaces
 
   kInternal = 9999,
 };

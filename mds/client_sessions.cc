@@ -140,17 +140,36 @@ void ClientSessions::FillKeepalive(proto::KeepaliveReply* rep) const {
   rep->set_recovering(Recovering());
 }
 
-void ClientSessions::Opened(const std::string& client, uint64_t handle, uint64_t ino) {
+void ClientSessions::Opened(const std::string& client, uint64_t handle, uint64_t ino,
+                            uint32_t capa_ops) {
   std::lock_guard lock(mu_);
   Session& s = sessions_[client];
   s.last_seen = Clock::now();
   s.handles[handle] = ino;
+  if (capa_ops != 0) {
+    s.capa_ops[handle] = capa_ops;
+  } else {
+    s.capa_ops.erase(handle);
+  }
 }
 
 void ClientSessions::Closed(const std::string& client, uint64_t handle) {
   std::lock_guard lock(mu_);
   auto it = sessions_.find(client);
-  if (it != sessions_.end()) it->second.handles.erase(handle);
+  if (it == sessions_.end()) return;
+  it->second.handles.erase(handle);
+  it->second.capa_ops.erase(handle);
+}
+
+std::optional<uint32_t> ClientSessions::HandleCapaOps(const std::string& client,
+                                                      uint64_t handle, uint64_t ino) const {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(client);
+  if (it == sessions_.end()) return std::nullopt;
+  auto h = it->second.handles.find(handle);
+  if (h == it->second.handles.end() || h->second != ino) return std::nullopt;
+  auto ops = it->second.capa_ops.find(handle);
+  return ops == it->second.capa_ops.end() ? 0u : ops->second;
 }
 
 bool ClientSessions::Recovering() const {

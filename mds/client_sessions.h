@@ -20,6 +20,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -58,9 +59,14 @@ class ClientSessions {
 
   void FillKeepalive(proto::KeepaliveReply* rep) const;
 
-  // Bookkeeping of open handles per client, for eviction.
-  void Opened(const std::string& client, uint64_t handle, uint64_t ino);
+  // Bookkeeping of open handles per client, for eviction and capability renewal.
+  // capa_ops: the CapaOps the open was granted (0: unknown, a handle reopened after a restart).
+  void Opened(const std::string& client, uint64_t handle, uint64_t ino, uint32_t capa_ops = 0);
   void Closed(const std::string& client, uint64_t handle);
+  // The capa_ops of `client`'s open handle `handle` of `ino`; nullopt when it has no such
+  // handle (OP_MDS_CAPA_RENEW).
+  std::optional<uint32_t> HandleCapaOps(const std::string& client, uint64_t handle,
+                                        uint64_t ino) const;
 
   bool Recovering() const;
 
@@ -74,6 +80,7 @@ class ClientSessions {
   struct Session {
     Clock::time_point last_seen;
     std::map<uint64_t, uint64_t> handles;  // handle -> ino
+    std::map<uint64_t, uint32_t> capa_ops;  // handle -> CapaOps granted at open (if known)
   };
 
   void Run();

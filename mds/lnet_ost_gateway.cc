@@ -1,5 +1,7 @@
 #include "mds/lnet_ost_gateway.h"
 
+#include <unistd.h>
+
 #include <utility>
 
 #include "lnet/nid.h"
@@ -7,8 +9,12 @@
 namespace stria::mds {
 
 LnetOstGateway::LnetOstGateway(std::string fsname, std::shared_ptr<const lnet::KeyRing> keys,
-                               int timeout_ms)
-    : fsname_(std::move(fsname)), keys_(std::move(keys)), timeout_ms_(timeout_ms) {}
+                               int timeout_ms, std::shared_ptr<const lnet::CapaSigner> capa)
+    : fsname_(std::move(fsname)),
+      keys_(std::move(keys)),
+      timeout_ms_(timeout_ms),
+      capa_(std::move(capa)),
+      uuid_(fsname_ + "-MDT0000-osc-" + std::to_string(getpid())) {}
 
 Result<std::shared_ptr<lnet::RpcClient>> LnetOstGateway::ClientFor(const proto::OstInfo& ost) {
   std::lock_guard lock(mu_);
@@ -23,6 +29,7 @@ Result<std::shared_ptr<lnet::RpcClient>> LnetOstGateway::ClientFor(const proto::
   opts.max_connections = 2;
   opts.keys = keys_;
   opts.role = "mds";
+  opts.client_uuid = uuid_;
   auto client = std::make_shared<lnet::RpcClient>(std::move(nid), std::move(opts));
   clients_[ost.nid()] = client;
   return client;
@@ -31,7 +38,14 @@ Result<std::shared_ptr<lnet::RpcClient>> LnetOstGateway::ClientFor(const proto::
 Status LnetOstGateway::Destroy(const proto::OstInfo& ost, const proto::OstDestroyRequest& req) {
   STRIA_ASSIGN_OR_RETURN(auto client, ClientFor(ost));
   proto::OstIoReply rep;
-  Status st = client->Call(proto::OP_OST_DESTROY, req, &rep);
+  Status st;
+  if (capa_) {
+    proto::OstDestroyRequest signed_req = req;
+    *signed_req.mutable_capa() = capa_->Authority(uuid_, proto::CAPA_DESTROY);
+    st = client->Call(proto::OP_OST_DESTROY, signed_req, &rep);
+  } else {
+    st = client->Call(proto::OP_OST_DESTROY, req, &rep);
+  }
   if (st.code() == Code::kNoEnt) return Status::Ok();  // already gone
   return st;
 }

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "lnet/capa.h"
 #include "lnet/rpc_client.h"
 #include "mds/ost_gateway.h"
 
@@ -19,10 +20,12 @@ namespace stria::mds {
 class LnetOstGateway : public OstGateway {
  public:
   // timeout_ms bounds each call (connect, reply wait and retries).
-  // keys: the cluster key the MDS proves to OSSes (null: none).
+  // keys: the cluster key the MDS proves to OSSes (null: none). capa: signs the MDS's own
+  // capability (CAPA_DESTROY | CAPA_ANY_OBJECT) for each destroy (null: none sent).
   explicit LnetOstGateway(std::string fsname,
                           std::shared_ptr<const lnet::KeyRing> keys = nullptr,
-                          int timeout_ms = 3000);
+                          int timeout_ms = 3000,
+                          std::shared_ptr<const lnet::CapaSigner> capa = nullptr);
 
   Status Destroy(const proto::OstInfo& ost, const proto::OstDestroyRequest& req) override;
   Result<proto::OstStatfsReply> Statfs(const proto::OstInfo& ost) override;
@@ -33,6 +36,8 @@ class LnetOstGateway : public OstGateway {
   const std::string fsname_;
   const std::shared_ptr<const lnet::KeyRing> keys_;
   const int timeout_ms_;
+  const std::shared_ptr<const lnet::CapaSigner> capa_;
+  const std::string uuid_;  // this MDS's client uuid at the OSSes: the capability names it
   std::mutex mu_;
   std::map<std::string, std::shared_ptr<lnet::RpcClient>> clients_;  // GUARDED_BY(mu_), by NID
 };

@@ -3,7 +3,7 @@
 //   stria-mds --fsname NAME --data DIR [--listen NID] [--port-file FILE] [--threads N]
 //             [--log-level LVL] [--root-squash UID:GID] [--client-lease-ms MS]
 //             [--lnet-fallback tcp|none] [--o2ib-poll] [--key-file FILE]...
-//             [--nosquash-nids NIDLIST]
+//             [--nosquash-nids NIDLIST] [--capa-key-file FILE]... [--capa-timeout S]
 //
 // Formats DIR on first use; refuses a DIR of another filesystem (exit 1). Stops cleanly on
 // SIGTERM/SIGINT: the RPC server stops (handlers in flight finish), the destroy queue stops,
@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/version.h"
 #include "common/metrics_server.h"
+#include "lnet/capa.h"
 #include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_server.h"
@@ -78,6 +79,17 @@ int main(int argc, char** argv) {
   app.add_option("--key-file", key_files,
                  "cluster key file (lctl keygen); repeat it during a key rotation: the first "
                  "proves and signs, the others are also accepted (docs/security.md)");
+  std::vector<std::string> capa_key_files;
+  app.add_option("--capa-key-file", capa_key_files,
+                 "OSS capability key file (lctl keygen), shared with the OSSes only; with "
+                 "--key-file, capabilities are signed with it instead of a key derived from "
+                 "the cluster key (docs/security.md); repeat it during a rotation");
+  int capa_timeout_s = stria::lnet::kDefaultCapaTimeoutS;
+  app.add_option("--capa-timeout", capa_timeout_s,
+                 "lifetime of the OSS capabilities granted with each open, in seconds "
+                 "(clients renew them before they expire)")
+      ->check(CLI::Range(1, 7 * 24 * 3600))
+      ->capture_default_str();
   std::string nosquash_nids;
   app.add_option("--nosquash-nids", nosquash_nids,
                  "NIDs whose root is not squashed (with --root-squash): a space- or comma-"
@@ -130,6 +142,24 @@ int main(int argc, char** argv) {
     }
     keys = *ring;
   }
+  std::shared_ptr<const stria::lnet::CapaSigner> capa;
+  if (!capa_key_files.empty() && !keys) {
+    fprintf(stderr, "stria-mds: --capa-key-file needs --key-file\n");
+    return 1;
+  }
+  if (keys) {
+    std::shared_ptr<const stria::lnet::KeyRing> capa_keys = stria::lnet::DeriveCapaKeys(*keys);
+    if (!capa_key_files.empty()) {
+      auto ring = stria::lnet::LoadKeyRing(capa_key_files);
+      if (!ring.ok()) {
+        fprintf(stderr, "stria-mds: --capa-key-file: %s\n", ring.status().message().c_str());
+        return 1;
+      }
+      capa_keys = *ring;
+    }
+    capa = std::make_shared<const stria::lnet::CapaSigner>(capa_keys, capa_timeout_s * 1000);
+    service_options.capa = capa;
+  }
 
   auto nid = stria::lnet::Nid::Parse(listen);
   if (!nid.ok()) {
@@ -150,7 +180,7 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  stria::mds::LnetOstGateway gateway(fsname, keys);
+  stria::mds::LnetOstGateway gateway(fsname, keys, /*timeout_ms=*/3000, capa);
   stria::mds::NamespaceOptions nopts;
   nopts.data_dir = data;
   nopts.fsname = fsname;

@@ -1,11 +1,15 @@
 #include "mds/mds_service.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <type_traits>
 
 #include "common/log.h"
 #include "lnet/stats_service.h"
 #include "lnet/lnd.h"
+#include "mds/internal/perm.h"
 #include "mds/ops/ops.h"
 #include "mds/reply_journal.h"
 
@@ -28,6 +32,43 @@ const Req& Squashed(const Req& req, const MdsServiceOptions& o, const lnet::RpcC
     }
   }
   return req;
+}
+
+// The CapaOps an open with these open(2) flags is granted: what OP_MDS_OPEN checked.
+uint32_t CapaOpsForOpen(uint32_t flags) {
+  const uint32_t acc = flags & O_ACCMODE;
+  uint32_t ops = 0;
+  if (acc == O_RDONLY || acc == O_RDWR) ops |= proto::CAPA_READ;
+  if (acc == O_WRONLY || acc == O_RDWR || (flags & O_TRUNC)) ops |= proto::CAPA_WRITE;
+  return ops;
+}
+
+// Capabilities for the reply of a successful open (OPEN, CREATE with open, MIGRATE BEGIN),
+// and the CapaOps granted (0: none). Regular files only.
+template <typename Req, typename Rep>
+uint32_t GrantCapabilities(const lnet::CapaSigner& signer, Namespace& ns,
+                           const lnet::RpcContext& ctx, const Req& req, Rep* rep) {
+  constexpr uint32_t kRw = proto::CAPA_READ | proto::CAPA_WRITE;
+  if constexpr (std::is_same_v<Req, proto::OpenRequest>) {
+    if (!S_ISREG(rep->attr().mode())) return 0;
+    const uint32_t ops = CapaOpsForOpen(req.flags());
+    signer.Grant(ctx.client_uuid, req.ino(), ops, rep->layout(), rep->mutable_capa());
+    return ops;
+  } else if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
+    if (!req.open()) return 0;
+    signer.Grant(ctx.client_uuid, rep->attr().ino(), kRw, rep->layout(), rep->mutable_capa());
+    return kRw;
+  } else if constexpr (std::is_same_v<Req, proto::MigrateRequest>) {
+    if (req.step() != proto::MIGRATE_BEGIN) return 0;
+    // The copy reads the old objects and writes the new ones.
+    signer.Grant(ctx.client_uuid, req.ino(), kRw, rep->layout(), rep->mutable_capa());
+    if (auto rec = ns.GetInode(req.ino()); rec.ok()) {
+      signer.AddObjects(ctx.client_uuid, rec->layout, rep->mutable_capa());
+    }
+    return kRw;
+  } else {
+    return 0;
+  }
 }
 
 }  // namespace
@@ -91,11 +132,15 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           return st;
         }
         if (queue) queue->Kick();
+        const uint32_t capa_ops =
+            options.capa ? GrantCapabilities(*options.capa, *ns, ctx, req, rep) : 0;
         if (sessions) {
           if constexpr (std::is_same_v<Req, proto::OpenRequest>) {
-            sessions->Opened(ctx.client_uuid, rep->handle(), req.ino());
+            sessions->Opened(ctx.client_uuid, rep->handle(), req.ino(), capa_ops);
           } else if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
-            if (req.open()) sessions->Opened(ctx.client_uuid, rep->handle(), rep->attr().ino());
+            if (req.open()) {
+              sessions->Opened(ctx.client_uuid, rep->handle(), rep->attr().ino(), capa_ops);
+            }
           } else if constexpr (std::is_same_v<Req, proto::CloseRequest>) {
             sessions->Closed(ctx.client_uuid, req.handle());
           }
@@ -179,6 +224,53 @@ void MdsService::Register(lnet::RpcServer* server) {
   Add(server, OP_MDS_FID2PATH, &Fid2Path);
   Add(server, OP_MDS_MIGRATE, &Migrate, /*kick=*/true);
   RegisterDomOps(server);
+  RegisterCapaRenew(server);
+}
+
+void MdsService::RegisterCapaRenew(lnet::RpcServer* server) {
+  using namespace proto;  // NOLINT: opcode and message names
+  Namespace* ns = ns_;
+  ClientSessions* sessions = sessions_;
+  const MdsServiceOptions options = options_;
+  server->Register<CapaRenewRequest, CapaRenewReply>(
+      OP_MDS_CAPA_RENEW,
+      [ns, sessions, options](lnet::RpcContext& ctx, const CapaRenewRequest& wire_req,
+                              CapaRenewReply* rep) -> Status {
+        if (!options.capa) {
+          return Status(Code::kNotSup, "this MDS has no cluster key: it grants no capabilities");
+        }
+        if (sessions) sessions->Touch(ctx.client_uuid);
+        CapaRenewRequest storage;
+        const CapaRenewRequest& req = Squashed(wire_req, options, ctx, &storage);
+        const Status not_open(Code::kBadF, "handle " + std::to_string(req.handle()) +
+                                               " is not this client's open handle of inode " +
+                                               std::to_string(req.ino()));
+        {
+          std::lock_guard open_lock(ns->open_mutex());
+          if (!ns->HandleOpenLocked(req.handle(), req.ino())) return not_open;
+        }
+        uint32_t ops = 0;
+        if (sessions) {
+          std::optional<uint32_t> known =
+              sessions->HandleCapaOps(ctx.client_uuid, req.handle(), req.ino());
+          if (!known) return not_open;
+          ops = *known;
+        }
+        STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns->GetInode(req.ino()));
+        if (!rec.is_reg()) return Status(Code::kInval, "capabilities are for regular files");
+        if (ops == 0) {
+          // The MDS does not know what this handle was granted (it was reopened after a
+          // restart): check again as an open with the same flags would.
+          ops = CapaOpsForOpen(req.flags());
+          int mask = 0;
+          if (ops & CAPA_READ) mask |= kMayRead;
+          if (ops & CAPA_WRITE) mask |= kMayWrite;
+          STRIA_RETURN_IF_ERROR(CheckAccess(rec.attr, req.cred(), mask));
+          if (sessions) sessions->Opened(ctx.client_uuid, req.handle(), req.ino(), ops);
+        }
+        options.capa->Grant(ctx.client_uuid, req.ino(), ops, rec.layout, rep->mutable_capa());
+        return Status::Ok();
+      });
 }
 
 void MdsService::RegisterDomOps(lnet::RpcServer* server) {

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "lnet/capa.h"
 #include "lnet/rpc_server.h"
 #include "mds/client_sessions.h"
 #include "mds/destroy_queue.h"
@@ -42,6 +43,10 @@ struct MdsServiceOptions {
   // for the sync. A power loss of the MDS then loses at most the last N ms of changes
   // nobody fsync'ed (clients do not replay them). MGS changes are always synced.
   int commit_interval_ms = 0;
+  // OSS capabilities (lnet/capa.h, docs/security.md): with a signer, OPEN, CREATE with open
+  // and MIGRATE BEGIN replies carry capabilities for the file's objects, and
+  // OP_MDS_CAPA_RENEW is served. Null (no cluster key): none are made.
+  std::shared_ptr<const lnet::CapaSigner> capa;
 };
 
 class MdsService {
@@ -70,6 +75,8 @@ class MdsService {
   void RegisterSessionOps(lnet::RpcServer* server);
   // Data-on-MDT reads and writes: they carry bulk, so they take the RpcContext.
   void RegisterDomOps(lnet::RpcServer* server);
+  // OP_MDS_CAPA_RENEW: it needs the connection's client and its open handles.
+  void RegisterCapaRenew(lnet::RpcServer* server);
 
   Namespace* ns_;
   DestroyQueue* queue_;

@@ -3,7 +3,7 @@
 //   stria-oss --mgs NIDLIST --ost INDEX:DIR [--ost INDEX:DIR ...] [--listen NID]
 //             [--port-file FILE] [--threads N] [--max-open-files N] [--log-level LVL]
 //             [--heartbeat-ms MS] [--lnet-fallback tcp|none] [--o2ib-poll]
-//             [--key-file FILE]...
+//             [--key-file FILE]... [--capa-key-file FILE]...
 //
 // Serves each OST directory (formatted on first use with the MGS's fsname), registers them
 // with the MGS every 5 s, and stops cleanly on SIGTERM/SIGINT. Exit 1 on bad options, an
@@ -81,6 +81,11 @@ int main(int argc, char** argv) {
   app.add_option("--key-file", key_files,
                  "cluster key file (lctl keygen); repeat it during a key rotation: the first "
                  "proves and signs, the others are also accepted (docs/security.md)");
+  std::vector<std::string> capa_key_files;
+  app.add_option("--capa-key-file", capa_key_files,
+                 "OSS capability key file (lctl keygen), shared with the MDS only; with "
+                 "--key-file, capabilities are checked with it instead of a key derived from "
+                 "the cluster key (docs/security.md); repeat it during a rotation");
   app.add_option("--metrics-addr", metrics_addr,
                  "serve Prometheus /metrics on HOST:PORT (port 0: any free port); off by default");
   app.add_option("--metrics-port-file", metrics_port_file,
@@ -135,6 +140,18 @@ int main(int argc, char** argv) {
       return 1;
     }
     options.keys = *keys;
+  }
+  if (!capa_key_files.empty()) {
+    if (key_files.empty()) {
+      fmt::print(stderr, "stria-oss: --capa-key-file needs --key-file\n");
+      return 1;
+    }
+    auto capa = stria::lnet::LoadKeyRing(capa_key_files);
+    if (!capa.ok()) {
+      fmt::print(stderr, "stria-oss: --capa-key-file: {}\n", capa.status().message());
+      return 1;
+    }
+    options.capa_keys = *capa;
   }
   options.threads = threads;
   options.heartbeat_ms = heartbeat_ms;

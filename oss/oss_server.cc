@@ -147,6 +147,10 @@ Status OssServer::Init() {
   sopts.keys = options_.keys;
   sopts.role = "oss";
   server_ = std::make_unique<lnet::RpcServer>(sopts);
+  if (options_.keys) {
+    service_.RequireCapabilities(options_.capa_keys ? options_.capa_keys
+                                                    : lnet::DeriveCapaKeys(*options_.keys));
+  }
   service_.Register(server_.get());
   STRIA_RETURN_IF_ERROR(server_->Start(options_.listen));
 

@@ -42,6 +42,10 @@ struct OssOptions {
   // The cluster key ring (lnet/auth.h): peers must prove it and the MGS is made to prove
   // it. Null: no authentication.
   std::shared_ptr<const lnet::KeyRing> keys;
+  // The OSS capability keys (lnet/capa.h): with a cluster key, every object request must
+  // carry a capability the MDS signed with one of them. Null with keys: derived from keys
+  // (lnet::DeriveCapaKeys); from --capa-key-file otherwise. Ignored without keys.
+  std::shared_ptr<const lnet::KeyRing> capa_keys;
 };
 
 // Parses "INDEX:DIR" (INDEX decimal, 0..kMaxOstIndex; DIR not empty).

@@ -37,6 +37,10 @@ Status Note(const Status& st, std::string_view op, const proto::ObjectId& obj) {
 
 }  // namespace
 
+void OssService::RequireCapabilities(std::shared_ptr<const lnet::KeyRing> keys) {
+  capa_ = std::make_unique<lnet::CapaVerifier>(std::move(keys));
+}
+
 Status OssService::AddOst(std::unique_ptr<ObjectStore> store) {
   const uint32_t index = store->meta().index;
   const std::string name = fmt::format("obdfilter.{}-OST{:04x}", store->meta().fsname, index);
@@ -129,6 +133,7 @@ void OssService::Register(lnet::RpcServer* server) {
       [this](RpcContext& ctx, const proto::OstIoRequest& req, proto::OstIoReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "write names no object");
         const ObjectId& obj = req.object();
+        STRIA_RETURN_IF_ERROR(CheckCapa(ctx, req, obj, proto::CAPA_WRITE));
         const Clock::time_point t0 = Clock::now();
         STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
         ObjectStore* ost = t.store;
@@ -152,6 +157,7 @@ void OssService::Register(lnet::RpcServer* server) {
       [this](RpcContext& ctx, const proto::OstIoRequest& req, proto::OstIoReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "read names no object");
         const ObjectId& obj = req.object();
+        STRIA_RETURN_IF_ERROR(CheckCapa(ctx, req, obj, proto::CAPA_READ));
         const Clock::time_point t0 = Clock::now();
         STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
         ObjectStore* ost = t.store;
@@ -178,9 +184,10 @@ void OssService::Register(lnet::RpcServer* server) {
 
   server->Register<proto::OstPunchRequest, proto::OstIoReply>(
       proto::OP_OST_PUNCH,
-      [this](RpcContext&, const proto::OstPunchRequest& req, proto::OstIoReply* rep) {
+      [this](RpcContext& ctx, const proto::OstPunchRequest& req, proto::OstIoReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "punch names no object");
         const ObjectId& obj = req.object();
+        STRIA_RETURN_IF_ERROR(CheckCapa(ctx, req, obj, proto::CAPA_WRITE));
         const Clock::time_point t0 = Clock::now();
         STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
         ObjectStore* ost = t.store;
@@ -196,9 +203,10 @@ void OssService::Register(lnet::RpcServer* server) {
 
   server->Register<proto::OstTruncateRequest, proto::OstIoReply>(
       proto::OP_OST_TRUNCATE,
-      [this](RpcContext&, const proto::OstTruncateRequest& req, proto::OstIoReply* rep) {
+      [this](RpcContext& ctx, const proto::OstTruncateRequest& req, proto::OstIoReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "truncate names no object");
         const ObjectId& obj = req.object();
+        STRIA_RETURN_IF_ERROR(CheckCapa(ctx, req, obj, proto::CAPA_WRITE));
         const Clock::time_point t0 = Clock::now();
         STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
         ObjectStore* ost = t.store;
@@ -213,7 +221,10 @@ void OssService::Register(lnet::RpcServer* server) {
 
   server->Register<proto::OstDestroyRequest, proto::OstIoReply>(
       proto::OP_OST_DESTROY,
-      [this](RpcContext&, const proto::OstDestroyRequest& req, proto::OstIoReply* rep) {
+      [this](RpcContext& ctx, const proto::OstDestroyRequest& req, proto::OstIoReply* rep) {
+        // Only the MDS destroys: its capability is for every object (CAPA_ANY_OBJECT).
+        STRIA_RETURN_IF_ERROR(CheckCapa(ctx, req, ObjectId(), proto::CAPA_DESTROY |
+                                                                 proto::CAPA_ANY_OBJECT));
         STRIA_RETURN_IF_ERROR(ForEachObject(req.objects(), "destroy",
                                             [this](ObjectStore* ost, const ObjectId& obj) {
                                               const Clock::time_point t0 = Clock::now();
@@ -227,9 +238,11 @@ void OssService::Register(lnet::RpcServer* server) {
 
   server->Register<proto::OstGetattrRequest, proto::OstGetattrReply>(
       proto::OP_OST_GETATTR,
-      [this](RpcContext&, const proto::OstGetattrRequest& req, proto::OstGetattrReply* rep) {
+      [this](RpcContext& ctx, const proto::OstGetattrRequest& req, proto::OstGetattrReply* rep) {
         if (!req.has_object()) return Status(Code::kInval, "getattr names no object");
         const ObjectId& obj = req.object();
+        // A glimpse: any capability for the object will do (need 0).
+        STRIA_RETURN_IF_ERROR(CheckCapa(ctx, req, obj, 0));
         const Clock::time_point t0 = Clock::now();
         STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(obj.ost_idx()));
         ObjectStore* ost = t.store;

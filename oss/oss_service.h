@@ -34,6 +34,7 @@
 #include "common/prom_text.h"
 #include "common/stats_registry.h"
 #include "common/status.h"
+#include "lnet/capa.h"
 #include "lnet/rpc_server.h"
 #include "oss/object_store.h"
 #include "oss/ost_stats.h"
@@ -75,6 +76,13 @@ class OssService {
   // Every OST's counters, job counters, space and objects, for /metrics.
   void AddMetrics(PromText* page) const;
 
+  // From now on every object request (read, write, punch, truncate, getattr, destroy) must
+  // carry a capability signed with one of `keys` (lnet/capa.h); kAccess otherwise. Call
+  // before Register. Without it no capability is asked for or looked at.
+  void RequireCapabilities(std::shared_ptr<const lnet::KeyRing> keys);
+  // Null when capabilities are not required.
+  const lnet::CapaVerifier* capa_verifier() const { return capa_.get(); }
+
   // Installs the handlers. Call before server->Start(); `this` must outlive the server.
   void Register(lnet::RpcServer* server);
 
@@ -86,6 +94,16 @@ class OssService {
   // Per OST, created with it and never removed, so a pointer stays valid.
   std::unordered_map<uint32_t, std::unique_ptr<OstStats>> stats_;     // GUARDED_BY(mu_)
   StatsRegistry registry_;
+  std::unique_ptr<lnet::CapaVerifier> capa_;  // set before Register; then read-only
+
+  // OK when capabilities are off, or `capa` (the request's, if it has one) lets the
+  // connection's client do `need` on `obj`.
+  template <typename Req>
+  Status CheckCapa(const lnet::RpcContext& ctx, const Req& req, const proto::ObjectId& obj,
+                   uint32_t need) {
+    if (!capa_) return Status::Ok();
+    return capa_->Check(req.has_capa() ? &req.capa() : nullptr, obj, ctx.client_uuid, need);
+  }
 
   // An OST served here and its statistics, under one lookup.
   struct Target {

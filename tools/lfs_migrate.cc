@@ -14,6 +14,7 @@
 // reading the same bytes (the FUSE client refetches the layout when an old object is gone).
 // A writer, at the start or during the copy: --non-block fails with EBUSY (the new objects
 // are given back); the default waits and tries again, for up to a minute.
+#include <fcntl.h>
 #include <getopt.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/capa.h"
 #include "proto/layout_components.h"
 #include "tools/fs_connect.h"
 #include "tools/lfs_commands.h"
@@ -43,15 +45,17 @@ constexpr uint64_t kCopyChunk = 4ull << 20;
 constexpr int kBusyRetries = 600;  // x 100 ms
 constexpr auto kBusyWait = std::chrono::milliseconds(100);
 
-// Copies [0, size) from `from` to `to` and makes it durable.
+// Copies [0, size) from `from` to `to` and makes it durable. capas: BEGIN's capabilities for
+// both layouts' objects (null without a cluster key); they are not renewed (no open handle).
 Status CopyData(client::Client* c, const proto::Layout& from, const proto::Layout& to,
-                uint64_t size) {
+                uint64_t size, client::OpenCapas* capas) {
   std::vector<uint8_t> buf(kCopyChunk);
   for (uint64_t off = 0; off < size; off += kCopyChunk) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kCopyChunk, size - off));
-    STRIA_ASSIGN_OR_RETURN(size_t got, c->Read(from, size, off, std::span<uint8_t>(buf.data(), n)));
+    STRIA_ASSIGN_OR_RETURN(size_t got, c->Read(from, size, off,
+                                               std::span<uint8_t>(buf.data(), n), nullptr, capas));
     if (got != n) return Status(Code::kIO, "short read while copying");
-    STRIA_RETURN_IF_ERROR(c->Write(to, off, std::span<const uint8_t>(buf.data(), n)));
+    STRIA_RETURN_IF_ERROR(c->Write(to, off, std::span<const uint8_t>(buf.data(), n), false, capas));
   }
   return c->SyncObjects(to);
 }
@@ -68,7 +72,9 @@ Status MigrateOnce(client::Client* c, const proto::Credentials& cred, uint64_t i
   proto::MigrateRequest end;
   end.set_ino(ino);
   *end.mutable_layout() = started.layout();
-  Status st = CopyData(c, old_layout, started.layout(), started.size());
+  std::shared_ptr<client::OpenCapas> capas = client::OpenCapas::FromReply(
+      {cred, ino, /*handle=*/0, O_RDWR}, started.has_capa() ? &started.capa() : nullptr);
+  Status st = CopyData(c, old_layout, started.layout(), started.size(), capas.get());
   if (st.ok()) {
     end.set_step(proto::MIGRATE_COMMIT);
     end.set_size(started.size());

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "client/capa.h"
 #include "client/fuse/inode_table.h"
 #include "proto/stria.pb.h"
 
@@ -31,6 +32,9 @@ struct FileHandle {
   bool writable = false;       // counted in inode->writers
   bool sync_writes = false;    // O_SYNC / O_DSYNC
   proto::Credentials cred;     // the opener's, for size reports made without a request
+  // The open's OSS capabilities (client/capa.h); null when the cluster has no key. Shared
+  // with the write-behind jobs of this handle, which may run until release drains them.
+  std::shared_ptr<OpenCapas> capas;
 
   std::atomic<bool> dirty{false};          // wrote since the last size report
   std::atomic<bool> wrote{false};          // wrote at all

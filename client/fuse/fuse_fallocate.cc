@@ -41,7 +41,7 @@ Status StriaFs::DoFallocate(fuse_req_t req, FileHandle* fh, int mode, uint64_t o
   if (mode == kPunch) {
     std::shared_ptr<const proto::Layout> layout = fh->inode->layout();
     if (!layout) return Status::Ok();
-    return client_->PunchObjects(*layout, offset, end);
+    return client_->PunchObjects(*layout, offset, end, fh->capas.get());
   }
   if (mode != 0 || end <= fh->inode->known_size.load()) return Status::Ok();
   // Growing: as a write that ends at `end`, reported to the MDS now (size = max, mtime and

@@ -25,6 +25,7 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
     *rep.mutable_attr() = created->attr();
     *rep.mutable_layout() = created->layout();
     rep.set_handle(created->handle());
+    if (created->has_capa()) *rep.mutable_capa() = created->capa();
   } else {
     const auto open_flags = static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL));
     STRIA_ASSIGN_OR_RETURN(rep, md_.Open(cred, ino, open_flags));
@@ -42,6 +43,9 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   fh->writable = (flags & O_ACCMODE) != O_RDONLY;
   fh->sync_writes = (flags & (O_SYNC | O_DSYNC)) != 0;
   fh->cred = cred;
+  fh->capas = OpenCapas::FromReply(
+      {cred, ino, mds_handle, static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL))},
+      rep.has_capa() ? &rep.capa() : nullptr);
   if (fh->writable) inode->writers.fetch_add(1);
   inode->ObserveMdsSize(mds_size);
   // Only then is a read worth an MDS update, sent at the first flush after a read so that
@@ -60,7 +64,7 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
     *sr.mutable_cred() = cred;
     sr.set_ino(ino);
     proto::AttrReply arep;
-    if (Status tst = Truncate(req, ino, layout, 0, &sr, &arep); !tst.ok()) {
+    if (Status tst = Truncate(req, ino, layout, 0, &sr, &arep, fh->capas.get()); !tst.ok()) {
       DoRelease(req, fh.release()).IgnoreError();
       return tst;
     }
@@ -163,14 +167,15 @@ Result<size_t> StriaFs::ReadData(FileHandle* fh, uint64_t offset, std::span<uint
                          ReadLayout(fh, offset, std::min<uint64_t>(size, offset + buf.size())));
   if (!layout) return size_t{0};
   bool missing = false;
-  STRIA_ASSIGN_OR_RETURN(size_t n, client_->Read(*layout, size, offset, buf, &missing));
+  STRIA_ASSIGN_OR_RETURN(size_t n,
+                         client_->Read(*layout, size, offset, buf, &missing, fh->capas.get()));
   if (!missing) return n;
   // An object was missing: a hole, or the layout changed under this open file (lfs migrate
   // swapped it and the old objects are being destroyed). A newer layout means read again.
   STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(fh->cred, fh->inode->ino));
   std::shared_ptr<const proto::Layout> now = fh->inode->set_layout(rep.layout());
   if (now == nullptr || now->generation() == layout->generation()) return n;
-  return client_->Read(*now, size, offset, buf);
+  return client_->Read(*now, size, offset, buf, nullptr, fh->capas.get());
 }
 
 Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data) {
@@ -187,13 +192,13 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
                          WriteLayout(fh, offset, offset + data.size()));
   fh->inode->DropOpenData();
   if (fh->sync_writes) {
-    STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/true));
+    STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/true, fh->capas.get()));
     fh->inode->NoteAcked(offset + data.size());
   } else if ((offset == 0 || max_dirty == 0) && fh->inode->write_behind.Idle()) {
     // A file's first bytes (all of a small file's) go out from this thread: the application
     // waits for them at close anyway, and handing them to a pool thread costs two wakeups.
     // Its error, if any, comes back from this write(2).
-    STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/false));
+    STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/false, fh->capas.get()));
     fh->inode->NoteAcked(offset + data.size());
   } else {
     // The data is copied and written in the background; flush, fsync, close, reads and
@@ -201,10 +206,10 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
     Client* client = client_;
     STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Submit(
         &write_pool_, offset, data,
-        [client, layout = std::move(layout), inode = fh->inode, jobid = fh->cred.jobid()](
-            uint64_t off, std::span<const uint8_t> bytes) {
+        [client, layout = std::move(layout), inode = fh->inode, jobid = fh->cred.jobid(),
+         capas = fh->capas](uint64_t off, std::span<const uint8_t> bytes) {
           ScopedJobId job(jobid);
-          Status st = client->Write(*layout, off, bytes, /*sync=*/false);
+          Status st = client->Write(*layout, off, bytes, /*sync=*/false, capas.get());
           if (st.ok()) {
             inode->NoteAcked(off + bytes.size());
           } else {

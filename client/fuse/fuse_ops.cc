@@ -109,10 +109,11 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
 }
 
 Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout,
-                         uint64_t size, proto::SetattrRequest* sr, proto::AttrReply* rep) {
+                         uint64_t size, proto::SetattrRequest* sr, proto::AttrReply* rep,
+                         OpenCapas* capas) {
   if (HasObjects(layout)) {
     if (auto inode = inodes_.Get(ino)) STRIA_RETURN_IF_ERROR(inode->DrainWrites());
-    STRIA_RETURN_IF_ERROR(client_->TruncateObjects(layout, size));
+    STRIA_RETURN_IF_ERROR(client_->TruncateObjects(layout, size, capas));
   }
   if (auto inode = inodes_.Get(ino)) inode->NoteTruncate(size);
   sr->set_valid(sr->valid() | proto::SETATTR_SIZE);
@@ -168,13 +169,18 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
     }
     const auto size = static_cast<uint64_t>(attr.st_size);
     proto::Layout layout;
+    std::shared_ptr<OpenCapas> capas;
     if (fh != nullptr) {
       if (auto held = fh->inode->layout()) layout = *held;
       sr.set_handle(fh->mds_handle);  // ftruncate: write access was checked at open
+      capas = fh->capas;
     } else {
-      // truncate(2) by path: let the MDS check write permission before the objects change.
+      // truncate(2) by path: let the MDS check write permission before the objects change;
+      // with a key, the open's capabilities let the OSTs truncate the objects.
       STRIA_ASSIGN_OR_RETURN(proto::OpenReply orep, md_.Open(sr.cred(), ino, O_WRONLY));
       layout = orep.layout();
+      capas = OpenCapas::FromReply({sr.cred(), ino, orep.handle(), O_WRONLY},
+                                   orep.has_capa() ? &orep.capa() : nullptr);
       Metadata::CloseArgs ca;
       ca.ino = ino;
       ca.handle = orep.handle();
@@ -182,7 +188,7 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
         LOG_WARN("close after truncate check of inode {}: {}", ino, st.ToString());
       }
     }
-    STRIA_RETURN_IF_ERROR(Truncate(req, ino, layout, size, &sr, &rep));
+    STRIA_RETURN_IF_ERROR(Truncate(req, ino, layout, size, &sr, &rep, capas.get()));
   } else {
     STRIA_ASSIGN_OR_RETURN(rep, md_.Setattr(sr.cred(), sr));
   }
