@@ -138,6 +138,7 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
   // The reply is filled before the commit: a persisted reply (mds/reply_journal.h) is
   // written in the same batch.
   FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
+  *rep->mutable_parent_attr() = parent->attr;
   if (!req.open()) return txn.Commit();
   // Lock order: the namespace mutex, then the open mutex (as Txn::DropLastLink).
   std::lock_guard open_lock(ns.open_mutex());
