@@ -195,6 +195,10 @@ class Namespace {
   // Asks the committer to make WAL sequence `seq` durable soon (without it, the next
   // WaitDurable of anyone, or a clean close, does).
   void CommitLater(uint64_t seq);
+  // Waits until WAL sequence `seq` is durable, leaving the sync to the committer when one
+  // runs (so a background thread adds no fsync of its own), else syncing now. Never call
+  // with mutex() held.
+  Status WaitCommitted(uint64_t seq);
   // Transaction numbers (Lustre's transno) are WAL sequence numbers: the highest durable one
   // (what replies report as last_committed), and the highest recovered at open, below which
   // a client's replay after a restart was committed before it (docs/durability.md).
@@ -232,6 +236,7 @@ class Namespace {
   uint64_t wal_syncs_ = 0;       // GUARDED_BY(sync_mu_)
   uint64_t pending_seq_ = 0;     // GUARDED_BY(sync_mu_): CommitLater's highest sequence
   bool committer_stop_ = false;  // GUARDED_BY(sync_mu_)
+  bool committer_running_ = false;  // GUARDED_BY(sync_mu_)
   std::condition_variable committer_cv_;
   std::thread committer_;
   std::mutex open_mu_;
