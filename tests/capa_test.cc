@@ -433,5 +433,41 @@ TEST_F(CapaClusterTest, MdsDestroysAndLctlScrubs) {
   EXPECT_EQ(scrub.exit_code, 0) << scrub.out << scrub.err;
 }
 
+// After an MDS restart the MDS no longer knows what a reopened handle was granted: a renewal
+// is checked again as an open with the caller's credentials and flags. (Last: it restarts
+// the MDS under the suite's cluster.)
+TEST_F(CapaClusterTest, RenewalAfterAnMdsRestartChecksPermissionAgain) {
+  auto mds = Raw(cluster_->mgs_nid(), "raw-client-restart");
+  const proto::EntryReply e = RawCreate(*mds, "restart-file");  // root's, 0644
+  ASSERT_TRUE(cluster_->KillMds().ok());
+  ASSERT_TRUE(cluster_->StartMds().ok());
+  proto::ReopenRequest reopen;
+  reopen.set_ino(e.attr().ino());
+  reopen.set_handle(e.handle());
+  proto::ReopenReply rrep;
+  Status st;
+  for (int i = 0; i < 50; ++i) {
+    st = mds->Call(proto::OP_MDS_REOPEN, reopen, &rrep);
+    if (st.ok() || !st.retryable()) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  proto::CapaRenewRequest renew;
+  renew.mutable_cred()->set_uid(1000);
+  renew.mutable_cred()->set_gid(1000);
+  renew.set_ino(e.attr().ino());
+  renew.set_handle(e.handle());
+  renew.set_flags(O_RDWR);  // uid 1000 may not write root's 0644 file
+  proto::CapaRenewReply cap;
+  EXPECT_EQ(mds->Call(proto::OP_MDS_CAPA_RENEW, renew, &cap).code(), Code::kAccess);
+  renew.set_flags(O_RDONLY);
+  ASSERT_TRUE(mds->Call(proto::OP_MDS_CAPA_RENEW, renew, &cap).ok());
+  EXPECT_EQ(cap.capa().ops(), static_cast<uint32_t>(proto::CAPA_READ));
+  // And the mount keeps working across the restart.
+  const std::string path = cluster_->mount_point(0) + "/after-restart";
+  { std::ofstream(path) << "renewed"; }
+  EXPECT_EQ(ReadAll(path), "renewed");
+}
+
 }  // namespace
 }  // namespace stria::testing
