@@ -27,7 +27,7 @@ std::string OptionToKey(std::string name) {
 bool Settable(const CLI::Option* opt, const CLI::Option* config_opt) {
   if (opt == config_opt || opt->get_lnames().empty()) return false;
   const std::string& n = opt->get_lnames()[0];
-  return n != "help" && n != "version";
+  return n != "help" && n != "version" && n != "instance";
 }
 
 // The keys a program's section takes, for the unknown-key message.
@@ -90,6 +90,21 @@ std::string Apply(CLI::App& app, const CLI::Option* config_opt, const ConfigFile
 }
 
 }  // namespace
+
+void AddLogOptions(CLI::App& app, LogOptions* log) {
+  app.add_option("--log-level", log->level, "trace, debug, info, warn or error (default info)")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  app.add_option("--log-target", log->target,
+                 "auto (default: stderr when it is a terminal, file or pipe, else journald or "
+                 "syslog), stderr, syslog[:SOCKET] or journald[:SOCKET]")
+      ->check([](const std::string& t) {
+        LogOptions o;
+        o.target = t;
+        auto d = ResolveLogDestination(o, LogEnvironment{});
+        return d.ok() ? std::string() : d.status().message();
+      });
+  app.add_option("--log-file", log->file, "append the log to this file instead");
+}
 
 std::optional<int> ParseCommandLineAndConfig(CLI::App& app, int argc, char** argv,
                                              std::string_view section,

@@ -24,6 +24,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "common/log_config.h"
+
 namespace stria {
 
 // The keys [global] may hold; each applies to every program that has the option.
@@ -39,5 +41,8 @@ inline constexpr std::string_view kGlobalKeys[] = {"log_level",     "log_target"
 std::optional<int> ParseCommandLineAndConfig(CLI::App& app, int argc, char** argv,
                                              std::string_view section,
                                              const std::string* instance = nullptr);
+
+// Adds --log-level, --log-target and --log-file (common/log_config.h) bound to `*log`.
+void AddLogOptions(CLI::App& app, LogOptions* log);
 
 }  // namespace stria
