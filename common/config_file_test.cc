@@ -60,7 +60,7 @@ TEST(ConfigFileTest, UnknownSectionIsAnError) {
 }
 
 TEST(ConfigFileTest, ValuesOfOtherTypesAreErrors) {
-  for (const char* text : {"[oss]\nthreads = 1.5\n", "[oss]\n[oss.sub]\nx = 1\n",
+  for (const char* text : {"[oss]\nthreads = 1.5\n", "[mds]\n[mds.sub]\nx = 1\n",
                            "[oss]\nost = [true]\n", "[oss]\nost = [[\"a\"]]\n"}) {
     auto f = ConfigFile::Parse(text, "c.conf");
     ASSERT_FALSE(f.ok()) << text;

@@ -134,7 +134,8 @@ install)
     printf '[Unit]\nDescription=Stria training filesystem\nWants=network-online.target\nAfter=network-online.target\n[Mount]\nWhat=10.0.0.10@tcp:9880:/training\nWhere=/mnt/training-data\nType=stria\nOptions=_netdev\n[Install]\nWantedBy=remote-fs.target\n' \
       > "$V/mnt-training\\x2ddata.mount"
     for u in "$V/stria-mds.service" "$V/stria-oss@nvme0.service" "$V/mnt-training\\x2ddata.mount"; do
-      out=$(systemd-analyze verify "$u" 2>&1)
+      # MANPATH: Documentation=man:... must name installed pages.
+      out=$(MANPATH="$D/usr/share/man" systemd-analyze verify "$u" 2>&1)
       rc=$?
       # Ignore complaints about units of this host that ours do not touch.
       out=$(grep -v -e '^/\(usr/\)\{0,1\}lib/systemd/' -e '^/etc/systemd/' <<< "$out")

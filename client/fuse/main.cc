@@ -89,7 +89,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   // the daemon's log (log=FILE, else log_target: journald or syslog) then gets `level`.
   if (ready_fd >= 0) {
     InitLogging(a.prog, a.verbose ? level : "warn");
-  } else if (Status st = ConfigureLogging(a.prog, {.level = level, .target = mo.log_target});
+  } else if (Status st = ConfigureLogging(a.prog, {.level = level, .target = mo.log_target, .file = ""});
              !st.ok()) {
     return Fail(a, st.message());
   }
@@ -169,7 +169,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
     if (log_fd > 2) close(log_fd);
     if (log_fd < 0) {
       // Nobody reads stderr now: log_target (auto: journald, else syslog) gets the log.
-      (void)ConfigureLogging(a.prog, {.level = level, .target = mo.log_target});
+      (void)ConfigureLogging(a.prog, {.level = level, .target = mo.log_target, .file = ""});
     }
     if (std::getenv("STRIA_LOG") == nullptr) spdlog::set_level(spdlog::level::from_str(level));
     LOG_INFO("mounted {} on {} (pid {})", a.device, a.mountpoint, getpid());
