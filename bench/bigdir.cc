@@ -1,6 +1,6 @@
 // bigdir: one very large directory (Lustre's "million files in one directory" check).
 //
-//   bigdir --mgs NID --mount MNT [--files N] [--threads T] [--name DIR]
+//   bigdir --mgs NID --mount MNT [--files N] [--threads T] [--name DIR] [--create-only]
 //
 // Creates DIR under the filesystem root and N empty files in it with T threads through
 // libstria (MDS creates, as many clients would), then, through the mount MNT: lists DIR with
@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
   app.add_option("--files,-n", files, "files in the directory")->check(CLI::Range(1, 100'000'000));
   app.add_option("--threads,-t", threads, "creating threads")->check(CLI::Range(1, 256));
   app.add_option("--name", name, "the directory, under the filesystem root");
+  bool create_only = false;
+  app.add_flag("--create-only", create_only,
+               "only the creates: print RESULT create=<ops/s> and stop (bench/run-bench)");
   CLI11_PARSE(app, argc, argv);
 
   stria::client::ClientConfig cfg;
@@ -98,6 +101,10 @@ int main(int argc, char** argv) {
   const double create_s = Seconds(t0);
   printf("create  %d files, %d threads: %.1f s, %.0f ops/s\n", files, threads, create_s,
          files / create_s);
+  if (create_only) {
+    printf("RESULT create=%.0f\n", files / create_s);
+    return 0;
+  }
 
   // List through the mount while other threads keep creating "g" names.
   std::atomic<bool> listing_done{false};

@@ -46,6 +46,34 @@ std::string RandomUuid() {
   return buf;
 }
 
+// What a kept MDS request must say when replayed (lnet::ClientOptions::keep_replays): a
+// create names the inode number and layout it got, so the kernel's inode and any objects
+// written under that layout stay valid; its open handle comes back by OP_MDS_REOPEN
+// (client/session.h), so the replay does not open again. A close replays its size report
+// without its handle.
+void PatchReplay(uint16_t opcode, std::string* request, std::string_view reply) {
+  if (opcode == proto::OP_MDS_CLOSE) {
+    // Only the size and times it reported: the handle is gone, and its number may belong
+    // to another open by the time of the replay.
+    proto::CloseRequest req;
+    if (!req.ParseFromString(*request)) return;
+    req.set_handle(0);
+    req.SerializeToString(request);
+    return;
+  }
+  if (opcode != proto::OP_MDS_CREATE) return;
+  proto::CreateRequest req;
+  proto::EntryReply rep;
+  if (!req.ParseFromString(*request) ||
+      !rep.ParseFromArray(reply.data(), static_cast<int>(reply.size()))) {
+    return;
+  }
+  req.set_replay_ino(rep.attr().ino());
+  if (rep.has_layout()) *req.mutable_replay_layout() = rep.layout();
+  req.set_open(false);
+  req.SerializeToString(request);
+}
+
 class ClientImpl final : public Client, private OstTransport {
  public:
   explicit ClientImpl(ClientConfig config)
@@ -55,6 +83,9 @@ class ClientImpl final : public Client, private OstTransport {
     if (config_.rpc.client_uuid.empty()) config_.rpc.client_uuid = RandomUuid();
     config_.rpc.fsname = config_.fsname;
     lnet::ClientOptions mds_opts = config_.rpc;
+    // Namespace changes the MDS answered before committing are replayed if it loses them.
+    mds_opts.keep_replays = true;
+    mds_opts.replay_patch = &PatchReplay;
     if (config_.mgs_nids.size() > 1) {
       // Leave time to try every failover NID within the overall deadline.
       mds_opts.retry_deadline_ms = std::max<int>(

@@ -26,6 +26,7 @@ std::string OptionToKey(std::string name) {
 
 bool Settable(const CLI::Option* opt, const CLI::Option* config_opt) {
   if (opt == config_opt || opt->get_lnames().empty()) return false;
+  if (opt->get_group() == kCommandLineOnlyGroup) return false;
   const std::string& n = opt->get_lnames()[0];
   return n != "help" && n != "version" && n != "instance";
 }

@@ -2,7 +2,8 @@
 // command line and from one section of the config file (common/config_file.h).
 //
 // Every long option of the program's CLI11 app is a key of its section ("--client-lease-ms"
-// is `client_lease_ms`), except --help, --version and --config; [global] keys (kGlobalKeys)
+// is `client_lease_ms`), except --help, --version, --config, --instance and the options of
+// kCommandLineOnlyGroup; [global] keys (kGlobalKeys)
 // apply to every program that has the option. Precedence: the command line, then the
 // program's section ([oss.NAME] before [oss] for an instance), then [global], then the
 // built-in default. An option given on the
@@ -27,6 +28,9 @@
 #include "common/log_config.h"
 
 namespace stria {
+
+// Options in this CLI11 group (fault injection for tests) are never read from the file.
+inline constexpr const char* kCommandLineOnlyGroup = "Testing (command line only)";
 
 // The keys [global] may hold; each applies to every program that has the option.
 inline constexpr std::string_view kGlobalKeys[] = {"log_level",     "log_target", "log_file",

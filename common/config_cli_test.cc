@@ -191,6 +191,17 @@ TEST_F(ConfigCliTest, InstanceSectionComesBeforeItsParent) {
   EXPECT_NE(err.find(path_ + ":4: unknown key 'bogus' in [oss.a]"), std::string::npos) << err;
 }
 
+TEST_F(ConfigCliTest, CommandLineOnlyOptionsAreNotKeys) {
+  Write("[mds]\nfsname = \"t\"\nsimulate_power_loss = true\n");
+  Program p;
+  bool cut = false;
+  p.app.add_flag("--simulate-power-loss", cut)->group(kCommandLineOnlyGroup);
+  std::string err;
+  EXPECT_EQ(p.Run({"--config", path_}, &err), 1);
+  EXPECT_NE(err.find(":3: unknown key 'simulate_power_loss'"), std::string::npos) << err;
+  EXPECT_FALSE(cut);
+}
+
 TEST_F(ConfigCliTest, HelpAndVersionExitZero) {
   Program p;
   testing::internal::CaptureStdout();

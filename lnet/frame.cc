@@ -28,6 +28,8 @@ void EncodeHeader(const FrameHeader& h, uint8_t* out) {
   Put<uint32_t>(p, h.body_crc);
   Put<uint64_t>(p, h.bulk_len);
   Put<uint32_t>(p, h.bulk_crc);
+  Put<uint64_t>(p, h.transno);
+  Put<uint64_t>(p, h.last_committed);
   Put<uint32_t>(p, Crc32c(out, kCrcOffset));
 }
 
@@ -49,6 +51,8 @@ Result<FrameHeader> DecodeHeader(const uint8_t* in, const FrameLimits& limits) {
   h.body_crc = Get<uint32_t>(p);
   h.bulk_len = Get<uint64_t>(p);
   h.bulk_crc = Get<uint32_t>(p);
+  h.transno = Get<uint64_t>(p);
+  h.last_committed = Get<uint64_t>(p);
   if (h.version != kWireVersion) {
     return Status(Code::kProtocol, "unsupported wire version " + std::to_string(h.version));
   }

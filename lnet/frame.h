@@ -1,11 +1,15 @@
 // The frame: the unit of every Stria exchange on every LND.
 //
-//   FrameHeader (48 bytes, little endian) | body (protobuf, body_len bytes) | bulk (bulk_len)
+//   FrameHeader (64 bytes, little endian) | body (protobuf, body_len bytes) | bulk (bulk_len)
 //
 // The header carries a crc32c of itself, of the body and of the bulk, so a corrupt frame is
 // detected before any field is used. Requests and replies share the format; a reply has
 // kFlagReply set, the request's xid and opcode, and a status code (common/status.h). A
-// non-OK reply's body is the error message text, not a protobuf. See docs/wire-protocol.md.
+// non-OK reply's body is the error message text, not a protobuf. A reply also carries the
+// server's transaction number of the change it reports (0: none) and the highest one that is
+// durable; a request resent after a server restart carries kFlagReplay and its original
+// transaction number (Lustre's transno, last_committed and MSG_REPLAY; docs/durability.md).
+// See docs/wire-protocol.md.
 // Thread-safety: pure functions over values.
 #pragma once
 
@@ -18,15 +22,17 @@
 namespace stria::lnet {
 
 inline constexpr uint32_t kFrameMagic = 0x41525453;  // "STRA" on the wire
-inline constexpr uint16_t kWireVersion = 1;
-inline constexpr size_t kFrameHeaderSize = 48;
+inline constexpr uint16_t kWireVersion = 2;
+inline constexpr size_t kFrameHeaderSize = 64;
 
 inline constexpr uint32_t kFlagReply = 1u << 0;
 inline constexpr uint32_t kFlagBulkCrc = 1u << 1;  // bulk_crc is set and must be verified
 // The sender chose to send the bulk without a crc (osc.*.checksums=0): a bulk needs one of
 // kFlagBulkCrc or this flag, so a bulk is never unchecked by accident.
 inline constexpr uint32_t kFlagBulkNoCrc = 1u << 2;
-inline constexpr uint32_t kKnownFlags = kFlagReply | kFlagBulkCrc | kFlagBulkNoCrc;
+// A request replayed after the server restarted: `transno` is the one its first reply had.
+inline constexpr uint32_t kFlagReplay = 1u << 3;
+inline constexpr uint32_t kKnownFlags = kFlagReply | kFlagBulkCrc | kFlagBulkNoCrc | kFlagReplay;
 
 struct FrameHeader {
   uint16_t version = kWireVersion;
@@ -38,6 +44,10 @@ struct FrameHeader {
   uint32_t body_crc = 0;
   uint64_t bulk_len = 0;
   uint32_t bulk_crc = 0;
+  // Replies: the transaction number of the change answered (0 when none) and the highest
+  // transaction number durable on the server. Replayed requests: the original transno.
+  uint64_t transno = 0;
+  uint64_t last_committed = 0;
 };
 
 // Limits a receiver enforces before allocating anything.

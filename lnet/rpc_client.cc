@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -40,6 +41,10 @@ FrameHeader RequestHeader(const ExchangeArgs& a) {
   h.xid = a.xid;
   h.body_len = static_cast<uint32_t>(a.request.size());
   h.body_crc = Crc32c(a.request.data(), a.request.size());
+  if (a.replay) {
+    h.flags |= kFlagReplay;
+    h.transno = a.replay_transno;
+  }
   uint32_t crc = 0;
   for (const iovec& v : a.bulk->out) {
     if (v.iov_len == 0) continue;
@@ -75,6 +80,8 @@ Attempt FinishReply(const FrameHeader& rh, const ExchangeArgs& a) {
     return {Status(Code::kChecksum, "reply bulk checksum mismatch"), true};
   }
   if (a.bulk->in_len) *a.bulk->in_len = rh.bulk_len;
+  if (a.reply_transno) *a.reply_transno = rh.transno;
+  if (a.reply_committed) *a.reply_committed = rh.last_committed;
   if (rh.status != 0) {
     const Code code = static_cast<Code>(rh.status);
     if (CodeName(code) == "Unknown") {
@@ -164,8 +171,15 @@ class RpcClient::Impl {
       if (!conn.ok()) {
         a.status = conn.status();
       } else {
-        a = Exchange(**conn, opcode, xid, request, reply, bulk);
+        uint64_t transno = 0, committed = 0;
+        ExchangeArgs args = Args(opcode, xid, request, reply, bulk);
+        args.reply_transno = &transno;
+        args.reply_committed = &committed;
+        a = (*conn)->Exchange(args);
         Release(std::move(*conn), a.conn_ok);
+        if (a.status.ok() && options_.keep_replays) {
+          Keep(opcode, xid, request, *reply, transno, committed);
+        }
       }
       if (a.status.ok() || !a.status.retryable()) return a.status;
       if (Clock::now() + backoff > give_up) {
@@ -178,6 +192,12 @@ class RpcClient::Impl {
       backoff = std::min(backoff * 2, std::chrono::milliseconds(1000));
     }
   }
+
+  size_t pending_replays() {
+    std::lock_guard lk(replay_mu_);
+    return replays_.size();
+  }
+  uint64_t replays_sent() const { return replays_sent_.load(); }
 
  private:
   // Borrows an idle connection, or opens one (waiting while max_connections are busy).
@@ -199,6 +219,76 @@ class RpcClient::Impl {
       cv_.notify_one();
     }
     return c;
+  }
+
+  struct Kept {
+    uint16_t opcode = 0;
+    uint64_t xid = 0;
+    std::string body;
+  };
+
+  // After a successful call: keeps the request while its transno is not committed, and
+  // forgets the ones the reply says are.
+  void Keep(uint16_t opcode, uint64_t xid, std::string_view request, std::string_view reply,
+            uint64_t transno, uint64_t committed) {
+    std::lock_guard lk(replay_mu_);
+    if (transno > committed) {
+      Kept k{opcode, xid, std::string(request)};
+      if (options_.replay_patch) options_.replay_patch(opcode, &k.body, reply);
+      replays_[transno] = std::move(k);
+    }
+    Committed(committed);
+  }
+
+  // REQUIRES: replay_mu_.
+  void Committed(uint64_t committed) {
+    if (committed != 0) replays_.erase(replays_.begin(), replays_.upper_bound(committed));
+  }
+
+  // On a new connection: when the server is another instance than the one that answered the
+  // kept requests, replays them on `c` before the connection is used for anything else.
+  // Other threads connecting meanwhile wait here, so no request overtakes a replay.
+  Status ReplayIfRestarted(ClientConn& c, uint64_t instance) {
+    std::lock_guard lk(replay_mu_);
+    if (instance == 0 || instance == instance_) return Status::Ok();
+    if (instance_ == 0 || replays_.empty()) {
+      instance_ = instance;
+      return Status::Ok();
+    }
+    LOG_INFO("{} restarted: replaying {} requests it had not committed", peer_.ToString(),
+             replays_.size());
+    std::map<uint64_t, Kept> pending = std::move(replays_);
+    replays_.clear();
+    uint64_t committed = 0;
+    for (auto it = pending.begin(); it != pending.end(); it = pending.erase(it)) {
+      Kept& k = it->second;
+      std::string reply;
+      uint64_t transno = 0;
+      const CallBulk none;
+      ExchangeArgs args = Args(k.opcode, k.xid, k.body, &reply, none);
+      args.replay = true;
+      args.replay_transno = it->first;
+      args.reply_transno = &transno;
+      args.reply_committed = &committed;
+      Attempt a = c.Exchange(args);
+      if (!a.conn_ok || a.status.retryable()) {
+        // Lost the connection, or the server is not ready: the rest (this one too) waits
+        // for the next connection.
+        replays_.merge(pending);
+        return a.status.ok() ? Status(Code::kDisconnected, "connection lost while replaying")
+                             : a.status;
+      }
+      replays_sent_.fetch_add(1);
+      if (!a.status.ok()) {
+        LOG_ERROR("{}: replay of opcode {} (xid {}, transno {}) refused: {}", peer_.ToString(),
+                  k.opcode, k.xid, it->first, a.status.ToString());
+      } else if (transno > committed) {
+        replays_[transno] = std::move(k);  // done again: kept until this run commits it
+      }
+    }
+    Committed(committed);
+    instance_ = instance;
+    return Status::Ok();
   }
 
   void Release(std::unique_ptr<ClientConn> c, bool reusable) {
@@ -236,11 +326,10 @@ class RpcClient::Impl {
     req.SerializeToString(&body);
     Attempt a = Exchange(*c, proto::OP_CONNECT, next_xid_.fetch_add(1), body, &reply, {});
     if (!a.status.ok()) return a.status;
-    if (options_.keys) {
-      proto::ConnectReply rep;
-      if (!rep.ParseFromString(reply)) return Status(Code::kProtocol, "bad CONNECT reply");
-      STRIA_RETURN_IF_ERROR(Authenticate(*c, req, rep));
-    }
+    proto::ConnectReply rep;
+    if (!rep.ParseFromString(reply)) return Status(Code::kProtocol, "bad CONNECT reply");
+    if (options_.keys) STRIA_RETURN_IF_ERROR(Authenticate(*c, req, rep));
+    if (options_.keep_replays) STRIA_RETURN_IF_ERROR(ReplayIfRestarted(*c, rep.instance()));
     return c;
   }
 
@@ -280,6 +369,11 @@ class RpcClient::Impl {
 
   Attempt Exchange(ClientConn& c, uint16_t opcode, uint64_t xid, std::string_view request,
                    std::string* reply, const CallBulk& bulk) {
+    return c.Exchange(Args(opcode, xid, request, reply, bulk));
+  }
+
+  ExchangeArgs Args(uint16_t opcode, uint64_t xid, std::string_view request, std::string* reply,
+                    const CallBulk& bulk) {
     ExchangeArgs a;
     a.opcode = opcode;
     a.xid = xid;
@@ -289,7 +383,7 @@ class RpcClient::Impl {
     a.deadline = Clock::now() + std::chrono::milliseconds(options_.rpc_timeout_ms);
     a.limits = &options_.limits;
     a.peer = &peer_;
-    return c.Exchange(a);
+    return a;
   }
 
   const Nid peer_;
@@ -301,6 +395,11 @@ class RpcClient::Impl {
   std::condition_variable cv_;
   std::vector<std::unique_ptr<ClientConn>> idle_;  // GUARDED_BY(mu_)
   int open_ = 0;  // GUARDED_BY(mu_): idle + borrowed connections
+
+  std::mutex replay_mu_;             // held while replaying
+  std::map<uint64_t, Kept> replays_;  // GUARDED_BY(replay_mu_): by transno
+  uint64_t instance_ = 0;            // GUARDED_BY(replay_mu_): the server's, when last seen
+  std::atomic<uint64_t> replays_sent_{0};
 };
 
 RpcClient::RpcClient(Nid peer, ClientOptions options)
@@ -312,5 +411,7 @@ Status RpcClient::CallRaw(uint16_t opcode, std::string_view request, std::string
   return impl_->Call(opcode, request, reply, bulk, retry_deadline_ms);
 }
 void RpcClient::set_retry_deadline_ms(int ms) { impl_->set_retry_deadline_ms(ms); }
+size_t RpcClient::pending_replays() const { return impl_->pending_replays(); }
+uint64_t RpcClient::replays_sent() const { return impl_->replays_sent(); }
 
 }  // namespace stria::lnet

@@ -13,6 +13,8 @@
 // then the last error is returned. Servers that must not run a request twice key their
 // reply cache on (client_uuid, xid).
 //
+// Replay: see ClientOptions::keep_replays.
+//
 // Authentication: with ClientOptions::keys, CONNECT carries a nonce and the connection is
 // used only once both sides proved the key (lnet/auth.h); a failure is kAccess, not retried.
 //
@@ -22,6 +24,7 @@
 #include <sys/uio.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -47,6 +50,16 @@ struct ClientOptions {
   // authentication, as a test cluster without a key.
   std::shared_ptr<const KeyRing> keys;
   std::string role = "client";        // who we are, in CONNECT and the proofs: client, mds, oss, tool
+  // Replay (Lustre's replay of uncommitted requests; docs/durability.md). With keep_replays,
+  // every request whose reply carries a transno above the reply's last_committed is kept
+  // until a later reply reports it committed; when a new connection finds the server
+  // restarted (another instance in its CONNECT reply), the kept requests are resent on it
+  // first, in transno order, with kFlagReplay and their original xid, before any other
+  // request goes out. replay_patch, when set, rewrites a kept request's body once, from its
+  // reply (a create replays under the inode number its reply gave).
+  bool keep_replays = false;
+  std::function<void(uint16_t opcode, std::string* request, std::string_view reply)>
+      replay_patch;
 };
 
 // Bulk for one call: what to send after the request body, and where the reply's bulk goes.
@@ -87,6 +100,10 @@ class RpcClient {
 
   // Overrides the retry deadline for calls from now on (e.g. a tool that should fail fast).
   void set_retry_deadline_ms(int ms);
+
+  // Requests kept for replay now (keep_replays), and replays sent since construction.
+  size_t pending_replays() const;
+  uint64_t replays_sent() const;
 
  private:
   class Impl;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -57,9 +58,19 @@ struct Conn {
 
 }  // namespace
 
+static uint64_t RandomInstance() {
+  std::random_device rd;
+  const uint64_t v = (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+                     static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  return v != 0 ? v : 1;
+}
+
 FrameHeader ReplyHeader(const FrameHeader& request, const Status& st, std::string* reply,
-                        Buffer* bulk_out) {
+                        RpcContext* ctx) {
+  Buffer* bulk_out = &ctx->bulk_out;
   FrameHeader h;
+  h.last_committed = ctx->last_committed;
+  if (st.ok()) h.transno = ctx->transno;
   h.opcode = request.opcode;
   h.xid = request.xid;
   h.flags = kFlagReply;
@@ -82,7 +93,8 @@ class RpcServer::Impl : public RequestHandler {
  public:
   explicit Impl(ServerOptions options)
       : options_(std::move(options)),
-        cached_opcodes_(options_.reply_cache_opcodes.begin(), options_.reply_cache_opcodes.end()) {
+        cached_opcodes_(options_.reply_cache_opcodes.begin(), options_.reply_cache_opcodes.end()),
+        instance_(options_.instance != 0 ? options_.instance : RandomInstance()) {
     KeepBulkBuffersOffMmap();
   }
 
@@ -353,6 +365,8 @@ class RpcServer::Impl : public RequestHandler {
     ctx->xid = h.xid;
     ctx->opcode = h.opcode;
     ctx->bulk_in = bulk;
+    ctx->replay = (h.flags & kFlagReplay) != 0;
+    ctx->replay_transno = ctx->replay ? h.transno : 0;
     active_.fetch_add(1, std::memory_order_relaxed);
     Status st = Dispatch(s, h, body, *ctx, reply);
     active_.fetch_sub(1, std::memory_order_relaxed);
@@ -416,6 +430,7 @@ class RpcServer::Impl : public RequestHandler {
     proto::ConnectReply rep;
     rep.set_version(kWireVersion);
     rep.set_server_uuid(options_.server_uuid);
+    rep.set_instance(instance_);
     rep.set_fsname(options_.fsname);
     rep.set_role(options_.role);
     if (options_.keys) {
@@ -499,7 +514,7 @@ class RpcServer::Impl : public RequestHandler {
     RpcContext ctx;
     std::string reply;
     Status st = HandleRequest(c->session, c->hdr, c->body, c->bulk.span(), &ctx, &reply);
-    FrameHeader h = ReplyHeader(c->hdr, st, &reply, &ctx.bulk_out);
+    FrameHeader h = ReplyHeader(c->hdr, st, &reply, &ctx);
     uint8_t hdr[kFrameHeaderSize];
     EncodeHeader(h, hdr);
     iovec iov[3] = {{hdr, sizeof hdr},
@@ -524,6 +539,7 @@ class RpcServer::Impl : public RequestHandler {
   const ServerOptions options_;
   std::unordered_map<uint16_t, RawHandler> handlers_;  // written only before Start()
   const std::unordered_set<uint16_t> cached_opcodes_;
+  const uint64_t instance_;
   ReplyCache reply_cache_;
 
   Nid listen_;

@@ -57,6 +57,9 @@ struct ServerOptions {
   // one log line and kAccess. Null: every peer is served (a test cluster's trust model).
   std::shared_ptr<const KeyRing> keys;
   std::string role = "server";       // ours, in CONNECT replies and the proofs: mds, oss
+  // This start of the server, in CONNECT replies (random when 0): a client that sees it
+  // change knows the server restarted and replays what it had not seen committed.
+  uint64_t instance = 0;
 };
 
 // What a handler knows about the request beyond its message, and where it puts reply bulk.
@@ -69,6 +72,13 @@ struct RpcContext {
   std::span<const uint8_t> bulk_in;       // request bulk; valid only during the handler
   Buffer bulk_out;                        // reply bulk: the handler allocates and fills it;
                                           // its size() is what is sent (Buffer::Shrink)
+  // A request replayed after a restart (kFlagReplay), and the transno its first reply had.
+  bool replay = false;
+  uint64_t replay_transno = 0;
+  // Set by the handler for the reply header: the transaction number of the change it made
+  // (0: none, or already durable) and the highest durable one (docs/durability.md).
+  uint64_t transno = 0;
+  uint64_t last_committed = 0;
 };
 
 class RpcServer {

@@ -54,9 +54,11 @@ mapfile -t cmds < <("$BIN/lctl" --help 2>&1 | sed -n 's/^  \([a-z_]\{2,\}\) .*/\
 page_names lctl.8 "${cmds[@]}" --mgs --lnet-fallback --device deactivate activate --version
 
 # stria.conf(5) and the sample dist/stria.conf name every key of [mds] and [oss]: each long
-# option of the daemon but --help, --version, --config and --instance, '-' written '_'.
+# option of the daemon but --help, --version, --config, --instance and the command-line-only
+# testing options (kCommandLineOnlyGroup: --simulate-power-loss), '-' written '_'.
 for b in stria-mds stria-oss; do
-  mapfile -t keys < <(long_options "$b" | grep -vxE -- '--(help|version|config|instance)' |
+  mapfile -t keys < <(long_options "$b" |
+                      grep -vxE -- '--(help|version|config|instance|simulate-power-loss)' |
                       sed 's/^--//; s/-/_/g')
   [[ ${#keys[@]} -ge 10 ]] || fail "$b: only ${#keys[@]} config keys"
   for k in "${keys[@]}"; do

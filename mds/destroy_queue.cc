@@ -51,7 +51,9 @@ void DestroyQueue::Kick() {
 void DestroyQueue::Loop() {
   bool kicked = false;
   for (;;) {
-    Result<size_t> r = RunPass(/*from_cursor=*/kicked);
+    // A full rescan (over every tombstone of the records done since the last compaction)
+    // only when a record may be left behind: at start and after a failed destroy.
+    Result<size_t> r = RunPass(/*from_cursor=*/kicked || !NeedsRescan());
     if (!r.ok()) LOG_WARN("destroy queue pass failed: {}", r.status().ToString());
     std::unique_lock lock(mu_);
     cv_.wait_for(lock, std::chrono::milliseconds(interval_ms_), [this] { return stop_ || kicked_; });
@@ -65,6 +67,11 @@ void DestroyQueue::Loop() {
     }
     kicked_ = false;
   }
+}
+
+bool DestroyQueue::NeedsRescan() {
+  std::lock_guard run_lock(run_mu_);
+  return rescan_;
 }
 
 Result<size_t> DestroyQueue::Pending() const {
@@ -83,7 +90,12 @@ Result<size_t> DestroyQueue::RunPass(bool from_cursor) {
   std::vector<std::pair<std::string, proto::OstDestroyRequest>> records;
   {
     const std::string prefix(1, kPrefixDestroy);
-    std::unique_ptr<rocksdb::Iterator> it(ns_->db()->NewIterator(rocksdb::ReadOptions()));
+    const std::string end(1, static_cast<char>(kPrefixDestroy + 1));
+    const rocksdb::Slice bound(end);
+    rocksdb::ReadOptions ro;
+    ro.iterate_upper_bound = &bound;  // never walk into the next key range's tombstones
+    std::unique_ptr<rocksdb::Iterator> it(ns_->db()->NewIterator(ro));
+    if (!from_cursor || cursor_.empty()) rescan_ = false;
     it->Seek(from_cursor && !cursor_.empty() ? cursor_ : prefix);
     for (; it->Valid() && it->key().starts_with(prefix); it->Next()) {
       cursor_ = it->key().ToString() + '\0';  // the smallest key after this one
@@ -102,8 +114,9 @@ Result<size_t> DestroyQueue::RunPass(bool from_cursor) {
   if (records.empty()) return size_t{0};
   // An unlink may be answered before its batch is synced (the commit interval): destroy
   // objects only once the records naming them are durable, or a power loss could bring the
-  // file back without its data.
-  STRIA_RETURN_IF_ERROR(ns_->SyncAll());
+  // file back without its data. The committer makes them so within its interval: a burst of
+  // unlinks costs no fsync of its own.
+  STRIA_RETURN_IF_ERROR(ns_->WaitCommitted(ns_->db()->GetLatestSequenceNumber()));
 
   std::map<uint32_t, proto::OstInfo> table;
   for (proto::OstInfo& o : ns_->OstTable()) table[o.index()] = std::move(o);
@@ -139,6 +152,7 @@ Result<size_t> DestroyQueue::RunPass(bool from_cursor) {
     for (const proto::ObjectId& o : req.objects()) {
       if (failed.count(o.ost_idx())) *left.add_objects() = o;
     }
+    if (left.objects_size() != 0) rescan_ = true;  // left behind the cursor: retry
     if (left.objects_size() == 0) {
       b.Delete(key);
       ++done;

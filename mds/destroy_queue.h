@@ -2,8 +2,9 @@
 //
 // Unlink and rename put the objects of a removed regular file under a Q<seq> key in the
 // same WriteBatch as the namespace change (mds/txn.cc). This queue's thread scans the Q
-// records, makes them durable (one WAL sync per pass: an unlink may be answered before its
-// sync, and its objects must not go before it is on disk), sends OP_OST_DESTROY to each OST
+// records, waits until they are durable (an unlink may be answered before its sync, and its
+// objects must not go before it is on disk: the committer's next sync, or one of its own
+// when no committer runs), sends OP_OST_DESTROY to each OST
 // through the OstGateway with the objects of all records of the pass (at most
 // kObjectsPerRpc per RPC), and deletes a record once all its objects are gone (rewriting it
 // with the rest when only some OSTs answered). After a kick it waits kGatherMs so a burst
@@ -54,12 +55,14 @@ class DestroyQueue {
 
  private:
   void Loop();
+  bool NeedsRescan();
 
   Namespace* ns_;
   OstGateway* gateway_;
   const int interval_ms_;
   std::mutex run_mu_;  // serializes passes
   std::string cursor_;  // GUARDED_BY(run_mu_): the key after the last one a pass visited
+  bool rescan_ = true;  // GUARDED_BY(run_mu_): a record may sit before cursor_ (failed)
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -38,8 +38,10 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
   Namespace* ns = ns_;
   DestroyQueue* queue = kick ? queue_ : nullptr;
   const bool journaled = Journaled(op);
-  // MDS operations (not the MGS's) may be answered before their WAL sync.
-  const bool lazy = options_.commit_interval_ms > 0 && op >= proto::OP_MDS_LOOKUP;
+  // Namespace changes (the journaled operations) may be answered before their WAL sync:
+  // the reply carries their transno and the client keeps them until it is committed, to
+  // replay them if the MDS loses them (docs/durability.md).
+  const bool lazy = options_.commit_interval_ms > 0 && journaled;
   const MdsServiceOptions options = options_;
   ClientSessions* sessions = sessions_;
   std::shared_ptr<MdStats> md = stats_;
@@ -57,6 +59,11 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           ~Counted() { CountMdRequest(md, op, req, UsecsSince(t0)); }
         } counted{md.get(), op, wire_req, t0};
         if (sessions) sessions->Touch(ctx.client_uuid);
+        if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
+          if (wire_req.replay_ino() != 0 && !ctx.replay) {
+            return Status(Code::kInval, "replay_ino is for replayed creates only");
+          }
+        }
         Req storage;
         const Req& req = Squashed(wire_req, options, ctx, &storage);
         Status st;
@@ -70,7 +77,19 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
                      proto::Opcode_Name(op), ctx.client_uuid, ctx.xid);
             // The original may still be waiting for its WAL sync: never answer before it.
             durable.Note(ns->db()->GetLatestSequenceNumber());
-            return durable.Wait();
+            st = durable.Wait();
+            ctx.last_committed = ns->LastCommitted();
+            return st;
+          }
+          if (ctx.replay && ctx.replay_transno != 0 &&
+              ctx.replay_transno <= ns->RecoveredTransno()) {
+            // Committed before the restart (its journal record trimmed since): done already.
+            ctx.last_committed = ns->LastCommitted();
+            return Status::Ok();
+          }
+          if (ctx.replay) {
+            LOG_INFO("{} from {}: replaying transno {} lost in the restart",
+                     proto::Opcode_Name(op), ctx.client_uuid, ctx.replay_transno);
           }
           ReplyJournal journal{ctx.client_uuid, ctx.xid, rep};
           ScopedReplyJournal scope(&journal);
@@ -83,9 +102,14 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           if constexpr (requires { req.sync(); }) sync_asked = req.sync();
           // fsync: everything written before, this request's changes or not, goes to disk.
           if (sync_asked) durable.Note(ns->db()->GetLatestSequenceNumber());
+          // The transno: what this request wrote. Synced before the reply, the client
+          // forgets it at once; answered before, it keeps it to replay (CLOSE's size
+          // report and the journaled namespace changes).
+          ctx.transno = durable.written();
           // Otherwise a lazy change is in the WAL now and on disk within the commit interval.
           st = durable.Done(/*wait=*/sync_asked || !lazy);
         }
+        ctx.last_committed = ns->LastCommitted();
         if (!st.ok()) {
           LOG_DEBUG("{} from {}: {}", proto::Opcode_Name(op), ctx.peer, st.ToString());
           return st;

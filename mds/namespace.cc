@@ -178,6 +178,12 @@ Status Namespace::Load() {
   if (format != kFormatVersion) {
     return Status(Code::kCorrupt, "unsupported MDS format version " + std::to_string(format));
   }
+  {
+    // Everything recovered is on disk: replays of transactions up to here are done.
+    std::lock_guard sync_lock(sync_mu_);
+    recovered_ = synced_seq_ = db_->GetLatestSequenceNumber();
+    committed_.store(synced_seq_, std::memory_order_release);
+  }
   std::lock_guard lock(mutex_);
   STRIA_RETURN_IF_ERROR(read_u64("next_ino", &super_.next_ino));
   super_.ino_limit = super_.next_ino;  // resume at the end of the last reserved range
@@ -314,11 +320,13 @@ uint64_t Namespace::InodeCount() {
 }
 
 Status Namespace::Write(rocksdb::WriteBatch* batch, bool sync) {
-  DeferredSync* deferred = sync ? DeferredSync::Active(this) : nullptr;
+  DeferredSync* active = DeferredSync::Active(this);
+  DeferredSync* deferred = sync ? active : nullptr;
   rocksdb::WriteOptions wo;
   wo.sync = sync && deferred == nullptr;
   STRIA_RETURN_IF_ERROR(FromRocks(db_->Write(wo, batch), "write batch"));
   // Writers are serialized by the namespace mutex, so the latest sequence covers this batch.
+  if (active != nullptr) active->NoteWritten(db_->GetLatestSequenceNumber());
   if (deferred != nullptr) deferred->Note(db_->GetLatestSequenceNumber());
   // An unsynced write is made durable by the committer (when one runs) within its interval.
   if (!sync) CommitLater(db_->GetLatestSequenceNumber());
@@ -339,7 +347,10 @@ Status Namespace::WaitDurable(uint64_t seq) {
     lock.lock();
     syncing_ = false;
     ++wal_syncs_;
-    if (st.ok()) synced_seq_ = std::max(synced_seq_, target);
+    if (st.ok()) {
+      synced_seq_ = std::max(synced_seq_, target);
+      committed_.store(synced_seq_, std::memory_order_release);
+    }
     sync_cv_.notify_all();
     if (!st.ok()) return st;
   }
@@ -348,6 +359,10 @@ Status Namespace::WaitDurable(uint64_t seq) {
 
 void Namespace::StartCommitter(int interval_ms) {
   interval_ms = std::max(interval_ms, 1);
+  {
+    std::lock_guard lock(sync_mu_);
+    committer_running_ = true;
+  }
   committer_ = std::thread([this, interval_ms] {
     std::unique_lock lock(sync_mu_);
     for (;;) {
@@ -373,6 +388,29 @@ void Namespace::StopCommitter() {
   }
   committer_cv_.notify_all();
   if (committer_.joinable()) committer_.join();
+  {
+    std::lock_guard lock(sync_mu_);
+    committer_running_ = false;
+  }
+  sync_cv_.notify_all();
+}
+
+Status Namespace::WaitCommitted(uint64_t seq) {
+  {
+    std::unique_lock lock(sync_mu_);
+    if (synced_seq_ >= seq) return Status::Ok();
+    if (committer_running_) {
+      if (seq > pending_seq_) {
+        pending_seq_ = seq;
+        committer_cv_.notify_one();
+      }
+      // The committer syncs within its interval; a failing disk falls through to a sync here.
+      sync_cv_.wait_for(lock, std::chrono::seconds(15),
+                        [&] { return synced_seq_ >= seq || !committer_running_; });
+      if (synced_seq_ >= seq) return Status::Ok();
+    }
+  }
+  return WaitDurable(seq);
 }
 
 void Namespace::CommitLater(uint64_t seq) {

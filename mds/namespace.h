@@ -195,6 +195,15 @@ class Namespace {
   // Asks the committer to make WAL sequence `seq` durable soon (without it, the next
   // WaitDurable of anyone, or a clean close, does).
   void CommitLater(uint64_t seq);
+  // Waits until WAL sequence `seq` is durable, leaving the sync to the committer when one
+  // runs (so a background thread adds no fsync of its own), else syncing now. Never call
+  // with mutex() held.
+  Status WaitCommitted(uint64_t seq);
+  // Transaction numbers (Lustre's transno) are WAL sequence numbers: the highest durable one
+  // (what replies report as last_committed), and the highest recovered at open, below which
+  // a client's replay after a restart was committed before it (docs/durability.md).
+  uint64_t LastCommitted() const { return committed_.load(std::memory_order_acquire); }
+  uint64_t RecoveredTransno() const { return recovered_; }
   // How many WAL syncs group commit has made (for tests and stats).
   uint64_t wal_syncs() {
     std::lock_guard lock(sync_mu_);
@@ -221,10 +230,13 @@ class Namespace {
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
   uint64_t synced_seq_ = 0;      // GUARDED_BY(sync_mu_): WAL durable up to here
+  std::atomic<uint64_t> committed_{0};  // synced_seq_, readable without the mutex
+  uint64_t recovered_ = 0;       // the latest sequence at open (set once, in Load)
   bool syncing_ = false;         // GUARDED_BY(sync_mu_): a thread is in SyncWAL
   uint64_t wal_syncs_ = 0;       // GUARDED_BY(sync_mu_)
   uint64_t pending_seq_ = 0;     // GUARDED_BY(sync_mu_): CommitLater's highest sequence
   bool committer_stop_ = false;  // GUARDED_BY(sync_mu_)
+  bool committer_running_ = false;  // GUARDED_BY(sync_mu_)
   std::condition_variable committer_cv_;
   std::thread committer_;
   std::mutex open_mu_;
@@ -266,6 +278,10 @@ class DeferredSync {
   // The scope active on this thread for `ns`, or null.
   static DeferredSync* Active(const Namespace* ns);
   void Note(uint64_t seq) { seq_ = std::max(seq_, seq); }
+  // The highest WAL sequence any write in this scope got, synced or not: the transno of the
+  // operation (0: it wrote nothing).
+  uint64_t written() const { return written_; }
+  void NoteWritten(uint64_t seq) { written_ = std::max(written_, seq); }
   // A change in this scope must be durable before the reply (Wait, not Later).
   void Require() { required_ = true; }
   bool required() const { return required_; }
@@ -274,6 +290,7 @@ class DeferredSync {
   Namespace* const ns_;
   DeferredSync* const outer_;
   uint64_t seq_ = 0;  // highest WAL sequence written in this scope; 0 = none
+  uint64_t written_ = 0;  // the same, counting unsynced writes too; never reset
   bool required_ = false;
 };
 

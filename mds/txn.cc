@@ -47,6 +47,28 @@ InodeRecord* Txn::NewInode() {
   return &rec;
 }
 
+Result<InodeRecord*> Txn::ReplayedInode(uint64_t ino) {
+  if (ino < 2 || ino >= super_.next_ino || inodes_.count(ino) != 0) {
+    return Status(Code::kInval, "replayed inode number " + std::to_string(ino) +
+                                    " was never handed out");
+  }
+  Result<InodeRecord*> existing = Inode(ino);
+  if (existing.ok()) {
+    return Status(Code::kInval, "replayed inode number " + std::to_string(ino) + " is in use");
+  }
+  if (existing.status().code() != Code::kNoEnt) return existing.status();
+  inodes_.erase(ino);
+  super_.inodes++;
+  InodeRecord& rec = inodes_[ino];
+  rec.attr.set_ino(ino);
+  rec.attr.set_nlink(1);
+  rec.attr.set_atime_ns(now_);
+  rec.attr.set_mtime_ns(now_);
+  rec.attr.set_ctime_ns(now_);
+  dirty_.insert(ino);
+  return &rec;
+}
+
 void Txn::QueueDestroy(const proto::Layout& layout) {
   const std::vector<const proto::StripeObject*> objects = AllObjects(layout);
   if (objects.empty()) return;

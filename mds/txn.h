@@ -42,6 +42,10 @@ class Txn {
 
   // A new inode with a fresh number, attr.ino set, nlink 1, times now; dirty.
   InodeRecord* NewInode();
+  // A replayed create (docs/durability.md): inode `ino`, which the MDS handed out before a
+  // restart that lost its create, set up as NewInode would. kInval unless it is below the
+  // ids handed out and free.
+  Result<InodeRecord*> ReplayedInode(uint64_t ino);
   // Deletes the inode and its xattrs; when it is a regular file with objects, they are put on
   // the destroy queue in this batch.
   void RemoveInode(uint64_t ino);

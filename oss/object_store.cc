@@ -169,7 +169,9 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
     const bool aligned = offset % internal::kCrcChunk == 0 &&
                          data.size() % internal::kCrcChunk == 0 &&
                          reinterpret_cast<uintptr_t>(data.data()) % internal::kCrcChunk == 0;
-    const int direct_fd = aligned && options_.direct_writes ? file->direct_fd() : -1;
+    const bool direct =
+        aligned && options_.direct_writes && data.size() >= options_.direct_min_bytes;
+    const int direct_fd = direct ? file->direct_fd() : -1;
     Status st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data, direct_fd);
     if (st.code() == Code::kInval && direct_fd >= 0) {
       // The device wants a larger alignment than 4 KiB: this write goes buffered.

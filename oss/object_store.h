@@ -54,6 +54,11 @@ struct ObjectStoreOptions {
   // which was most of an OSS's CPU per byte written. Unaligned writes, and file systems
   // without O_DIRECT, stay buffered. false: every write buffered.
   bool direct_writes = true;
+  // Writes smaller than this stay buffered even when aligned: a small file's bytes land in
+  // the page cache (its close does not wait for the disk, and the object needs no third
+  // descriptor), and reach the disk at fsync or with writeback, as on the passthrough.
+  // Streams and checkpoints write whole stripe chunks (1 MiB by default) and go direct.
+  size_t direct_min_bytes = 256 << 10;
 };
 
 struct ObjectAttr {

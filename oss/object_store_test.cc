@@ -293,8 +293,8 @@ size_t ResidentPages(const std::string& path, uint64_t off, size_t len) {
   return n;
 }
 
-// Aligned writes (what a client streams: whole 4 KiB chunks from a page-aligned buffer) go
-// to disk with O_DIRECT and never through the page cache; unaligned ones, buffered, mix
+// Aligned writes of at least direct_min_bytes (what a client streams: whole chunks from a
+// page-aligned buffer) go to disk with O_DIRECT and never through the page cache; unaligned ones, buffered, mix
 // with them byte-exactly, and the checksums verify after a reopen.
 TEST(ObjectStoreTest, AlignedWritesBypassThePageCache) {
   TempDir d;
@@ -319,6 +319,14 @@ TEST(ObjectStoreTest, AlignedWritesBypassThePageCache) {
       } else {
         EXPECT_GT(resident, 0u) << "buffered writes go through the page cache";
       }
+      // A small file's write (below direct_min_bytes) stays buffered even when aligned.
+      lnet::Buffer small(100 << 10);
+      auto sp = Pattern(small.size(), 0, 14);
+      std::memcpy(small.data(), sp.data(), sp.size());
+      ASSERT_TRUE((*s)->Write(0, 8, 0, small.span(), false).ok());
+      EXPECT_GT(ResidentPages(ObjectFilePath(dir, 8), 0, small.size()), 0u)
+          << "a 100 KiB write went around the page cache";
+      EXPECT_EQ(ReadAll(**s, 8, 0, small.size()), sp);
       // An unaligned overwrite across the 1 MiB boundary, buffered, then aligned again over
       // part of it: the latest bytes win everywhere.
       auto patch = Pattern(10'000, 5, 12);

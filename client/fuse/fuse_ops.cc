@@ -8,6 +8,7 @@
 #include <sys/xattr.h>
 
 #include <cstring>
+#include <optional>
 
 #include "client/fuse/fuse_util.h"
 #include "client/lov_xattr.h"
@@ -88,6 +89,10 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
 
 Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
   LliteOp counted(&llite_, kLlGetattr);
+  if (std::optional<proto::Attr> dir = dir_attrs_.Get(ino)) {
+    *st = AttrToStat(*dir, dir->size());
+    return Status::Ok();
+  }
   STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(Cred(req), ino));
   uint64_t size = rep.attr().size();
   if (auto inode = inodes_.Get(ino)) {
@@ -125,6 +130,7 @@ Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layo
 Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
                           FileHandle* fh, struct stat* out) {
   LliteOp counted(&llite_, kLlSetattr);
+  dir_attrs_.Drop(ino);
   proto::SetattrRequest sr;
   *sr.mutable_cred() = Cred(req);
   sr.set_ino(ino);
@@ -192,6 +198,8 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
     size = inode->ReportedSize(size);
   }
   *out = AttrToStat(rep.attr(), size);
+  // The fresh state; its ctime also keeps out any older reply racing this call.
+  dir_attrs_.Put(rep.attr());
   return Status::Ok();
 }
 
@@ -212,6 +220,7 @@ Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, 
   proto::EntryReply local;
   proto::EntryReply& rep = open_reply != nullptr ? *open_reply : local;
   STRIA_ASSIGN_OR_RETURN(rep, md_.Create(Cred(req), args));
+  if (rep.has_parent_attr()) dir_attrs_.Put(rep.parent_attr());
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
 }
@@ -221,19 +230,31 @@ Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const 
   LliteOp counted(&llite_, kLlLink);
   STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
                          md_.Link(Cred(req), ino, new_parent, name));
+  if (rep.has_parent_attr()) dir_attrs_.Put(rep.parent_attr());
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
 }
 
 Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir) {
   LliteOp counted(&llite_, is_dir ? kLlRmdir : kLlUnlink);
-  return md_.Unlink(Cred(req), parent, name, is_dir).status();
+  STRIA_ASSIGN_OR_RETURN(proto::UnlinkReply rep, md_.Unlink(Cred(req), parent, name, is_dir));
+  if (is_dir) dir_attrs_.Drop(rep.attr().ino());
+  if (rep.has_parent_attr()) {
+    dir_attrs_.Put(rep.parent_attr());
+  } else {
+    dir_attrs_.Drop(parent);
+  }
+  return Status::Ok();
 }
 
 Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
                          uint64_t new_parent, const char* new_name, unsigned int flags) {
   LliteOp counted(&llite_, kLlRename);
-  return md_.Rename(Cred(req), parent, name, new_parent, new_name, flags);
+  Status st = md_.Rename(Cred(req), parent, name, new_parent, new_name, flags);
+  // A moved directory changes too (its ctime, its ".."), and its number is not known here:
+  // forget every directory. After the call, so no reply that raced it brings one back.
+  dir_attrs_.Clear();
+  return st;
 }
 
 Status StriaFs::DoReadlink(fuse_req_t req, uint64_t ino, std::string* target) {
@@ -287,8 +308,10 @@ Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const
   }
   LliteOp counted(&llite_, kLlSetxattr);
   if (IsLovXattrName(name)) return SetLov(req, ino, std::string_view(value, size));
-  return md_.Setxattr(Cred(req), ino, name, std::string_view(value, size),
+  Status st = md_.Setxattr(Cred(req), ino, name, std::string_view(value, size),
                       static_cast<uint32_t>(flags));
+  dir_attrs_.Drop(ino);  // after the call: no racing reply brings the old ctime back
+  return st;
 }
 
 Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_t size,
@@ -352,7 +375,9 @@ Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::stri
 Status StriaFs::DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name) {
   LliteOp counted(&llite_, kLlRemovexattr);
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
-  return md_.Removexattr(Cred(req), ino, name);
+  Status st = md_.Removexattr(Cred(req), ino, name);
+  dir_attrs_.Drop(ino);
+  return st;
 }
 
 Status StriaFs::DoAccess(fuse_req_t req, uint64_t ino, int mask) {

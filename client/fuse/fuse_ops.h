@@ -30,6 +30,7 @@
 #include "client/metadata.h"
 #include "client/session.h"
 #include "client/fuse/file_handle.h"
+#include "client/fuse/dir_attr_cache.h"
 #include "client/fuse/groups_cache.h"
 #include "client/fuse/jobid_cache.h"
 #include "client/fuse/llite_params.h"
@@ -178,6 +179,9 @@ class StriaFs {
   ClientSession* mds_session_ = nullptr;
   InodeTable inodes_;
   GroupsCache groups_{std::chrono::milliseconds(options_.groups_ttl_ms)};
+  // Directories' attributes from this client's own create/link/unlink replies: the
+  // kernel's GETATTR of a parent it just invalidated is answered here (dir_attr_cache.h).
+  DirAttrCache dir_attrs_{std::chrono::milliseconds(static_cast<int64_t>(options_.attr_timeout_s * 1000))};
   // Runs write-behind (client/fuse/write_behind.h); declared last so it is joined first.
   internal::ThreadPool write_pool_{4};
 };

@@ -18,6 +18,9 @@ proto::Credentials CredentialsOf(fuse_req_t req, GroupsCache& groups) {
   cred.set_uid(ctx->uid);
   cred.set_gid(ctx->gid);
   cred.set_pid(static_cast<uint32_t>(ctx->pid));
+  // A request the kernel makes on its own (a release after the last close) has no process
+  // (pid 0), hence no groups to read: /proc/0 does not exist.
+  if (ctx->pid == 0) return cred;
   std::vector<gid_t> list;
   const bool known = groups.Get(ctx->pid, ctx->uid, ctx->gid, [req](std::vector<gid_t>* out) {
     gid_t small[32];

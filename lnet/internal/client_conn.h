@@ -38,6 +38,12 @@ struct ExchangeArgs {
   std::chrono::steady_clock::time_point deadline;
   const FrameLimits* limits = nullptr;
   const Nid* peer = nullptr;
+  // A replay (kFlagReplay) carries the transno of its first reply.
+  bool replay = false;
+  uint64_t replay_transno = 0;
+  // Where FinishReply puts the reply's transno and last_committed, when set.
+  uint64_t* reply_transno = nullptr;
+  uint64_t* reply_committed = nullptr;
 };
 
 class ClientConn {

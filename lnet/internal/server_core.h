@@ -64,9 +64,10 @@ inline bool DropAfterReply(const ServerSession& s, const Status& st) {
   return !s.connected && (st.code() == Code::kProtocol || st.code() == Code::kAccess);
 }
 
-// The reply's frame header for a request answered with `st`. On an error *reply becomes the
-// error message and bulk_out is dropped.
+// The reply's frame header for a request answered with `st`, with the transaction numbers
+// the handler put in ctx. On an error *reply becomes the error message and bulk_out is
+// dropped.
 FrameHeader ReplyHeader(const FrameHeader& request, const Status& st, std::string* reply,
-                        Buffer* bulk_out);
+                        RpcContext* ctx);
 
 }  // namespace stria::lnet

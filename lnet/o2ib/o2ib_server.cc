@@ -359,7 +359,7 @@ Status O2ibListener::ServeOne(ServerConn& sc, uint32_t slot, const DecodedMsg& m
       STRIA_RETURN_IF_ERROR(c.RdmaWrite(ops, deadline));
     }
   }
-  const FrameHeader rh = ReplyHeader(h, st, &reply, &ctx.bulk_out);
+  const FrameHeader rh = ReplyHeader(h, st, &reply, &ctx);
   const bool bulk_inline =
       rh.bulk_len > 0 && kFrameHeaderSize + reply.size() + rh.bulk_len <= c.MaxPayload(0);
   uint8_t hdr[kFrameHeaderSize];

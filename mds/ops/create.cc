@@ -6,6 +6,8 @@
 //   regular file when no OST is active.
 // With `open` (a regular file only), the new file is also opened, as OP_MDS_OPEN would: the
 // reply carries the handle (one round trip for open(O_CREAT)).
+// A replay after an MDS restart (replay_ino set, kFlagReplay) recreates the inode under the
+// number and layout its first reply gave, so the client's handles and objects stay valid.
 // Ownership: the caller's uid; the parent's gid when the parent is setgid (and a new
 // directory inherits the setgid bit), else the caller's gid.
 #include <sys/stat.h>
@@ -17,9 +19,28 @@
 #include "mds/internal/perm.h"
 #include "mds/ops/ops.h"
 #include "mds/schema.h"
+#include "proto/layout_components.h"
 #include "mds/txn.h"
 
 namespace stria::mds {
+
+namespace {
+
+// A replayed create's layout names objects the MDS handed out before its restart: each on a
+// known OST, below the ids given out there.
+Status CheckReplayedLayout(Txn& txn, const proto::Layout& layout) {
+  for (const proto::StripeObject* o : AllObjects(layout)) {
+    auto it = txn.osts().find(o->ost_idx());
+    if (it == txn.osts().end() || o->object_id() >= it->second.next_object_id) {
+      return Status(Code::kInval, "replayed layout names object " +
+                                      std::to_string(o->object_id()) + " on OST " +
+                                      std::to_string(o->ost_idx()) + ", never handed out");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply* rep) {
   const proto::Credentials& cred = req.cred();
@@ -49,7 +70,11 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
 
   // The layout first: it can fail (no OSTs, bad request) before anything else changes.
   proto::Layout layout;
-  if (ft == proto::FT_REG) {
+  if (ft == proto::FT_REG && req.replay_ino() != 0) {
+    // A replay keeps the objects its client may have written already.
+    STRIA_RETURN_IF_ERROR(CheckReplayedLayout(txn, req.replay_layout()));
+    layout = req.replay_layout();
+  } else if (ft == proto::FT_REG) {
     STRIA_ASSIGN_OR_RETURN(layout, AllocateLayout(txn, req.parent(),
                                                   req.has_layout() ? &req.layout() : nullptr));
   }
@@ -61,7 +86,12 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
   const bool inherit_layout = parent->has_default_layout && parent_ino != kRootIno;
   const proto::Layout parent_default = parent->default_layout;
 
-  InodeRecord* rec = txn.NewInode();
+  InodeRecord* rec = nullptr;
+  if (req.replay_ino() != 0) {
+    STRIA_ASSIGN_OR_RETURN(rec, txn.ReplayedInode(req.replay_ino()));
+  } else {
+    rec = txn.NewInode();
+  }
   proto::Attr& a = rec->attr;
   uint32_t perm = req.mode() & 07777 & ~(req.umask() & 0777);
   if (ft == proto::FT_LNK) perm = 0777;
@@ -108,6 +138,7 @@ Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply*
   // The reply is filled before the commit: a persisted reply (mds/reply_journal.h) is
   // written in the same batch.
   FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
+  *rep->mutable_parent_attr() = parent->attr;
   if (!req.open()) return txn.Commit();
   // Lock order: the namespace mutex, then the open mutex (as Txn::DropLastLink).
   std::lock_guard open_lock(ns.open_mutex());

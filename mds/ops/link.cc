@@ -30,6 +30,7 @@ Status Link(Namespace& ns, const proto::LinkRequest& req, proto::EntryReply* rep
   // The reply is filled before the commit: a persisted reply (mds/reply_journal.h) is
   // written in the same batch.
   FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
+  *rep->mutable_parent_attr() = dir->attr;
   return txn.Commit();
 }
 

@@ -42,6 +42,7 @@ Status Unlink(Namespace& ns, const proto::UnlinkRequest& req, proto::UnlinkReply
   }
   child->attr.set_ctime_ns(txn.now());
   *rep->mutable_attr() = child->attr;
+  *rep->mutable_parent_attr() = parent->attr;
   if (child->attr.nlink() == 0) {
     txn.DropLastLink(ino);
   } else {
