@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   CLI::App app{"bigdir: create, list and stat one very large directory"};
   std::string mgs, mount, name = "bigdir";
   int files = 1'000'000, threads = 16;
-  app.add_option("--mgs", mgs, "MGS NID (e.g. 127.0.0.1@tcp:988)")->required();
+  app.add_option("--mgs", mgs, "MGS NID (e.g. 127.0.0.1@tcp:9880)")->required();
   app.add_option("--mount", mount, "where the filesystem is mounted")->required();
   app.add_option("--files,-n", files, "files in the directory")->check(CLI::Range(1, 100'000'000));
   app.add_option("--threads,-t", threads, "creating threads")->check(CLI::Range(1, 256));

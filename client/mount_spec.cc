@@ -20,7 +20,7 @@ Status ValidateFsname(std::string_view fsname) {
 }
 
 Result<MountSpec> ParseMountSpec(std::string_view device) {
-  const std::string usage = " (expected NID[,NID...]:/fsname, e.g. 127.0.0.1@tcp:988:/training)";
+  const std::string usage = " (expected NID[,NID...]:/fsname, e.g. 127.0.0.1@tcp:9880:/training)";
   const size_t sep = device.rfind(":/");
   if (sep == std::string_view::npos) {
     return Status(Code::kInval, "device '" + std::string(device) + "' has no ':/'" + usage);

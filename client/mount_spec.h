@@ -1,6 +1,6 @@
 // MountSpec: the DEVICE of a Stria mount, `NID[,NID...]:/fsname`.
 //
-//   127.0.0.1@tcp:988:/training        one MGS NID with a port
+//   127.0.0.1@tcp:9880:/training        one MGS NID with a port
 //   mds1@tcp,mds2@tcp:/scratch         failover MGS NIDs, default port
 //
 // The fsname follows the last ":/"; the part before it is the MGS NID list (lnet/nid.h).

@@ -6,12 +6,12 @@ namespace stria::client {
 namespace {
 
 TEST(MountSpec, OneNidWithPort) {
-  auto s = ParseMountSpec("127.0.0.1@tcp:988:/training");
+  auto s = ParseMountSpec("127.0.0.1@tcp:9880:/training");
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->fsname, "training");
   ASSERT_EQ(s->mgs_nids.size(), 1u);
   EXPECT_EQ(s->mgs_nids[0].addr, "127.0.0.1");
-  EXPECT_EQ(s->mgs_nids[0].port, 988);
+  EXPECT_EQ(s->mgs_nids[0].port, 9880);
 }
 
 TEST(MountSpec, NidWithoutPortUsesDefault) {
@@ -33,17 +33,17 @@ TEST(MountSpec, FailoverNids) {
 }
 
 TEST(MountSpec, FsnameAfterLastSeparator) {
-  auto s = ParseMountSpec("127.0.0.1@tcp:988:/a:/b");
+  auto s = ParseMountSpec("127.0.0.1@tcp:9880:/a:/b");
   // "a:" is not a NID list ending; the fsname is "b" and the NID part is bad.
   EXPECT_FALSE(s.ok());
 }
 
 TEST(MountSpec, Errors) {
-  for (const char* bad : {"", "127.0.0.1@tcp", "127.0.0.1@tcp:988", ":/training",
-                          "127.0.0.1@tcp:988:/", "127.0.0.1@tcp:988:/has space",
-                          "127.0.0.1@tcp:988:/a/b", "notanid:/training",
+  for (const char* bad : {"", "127.0.0.1@tcp", "127.0.0.1@tcp:9880", ":/training",
+                          "127.0.0.1@tcp:9880:/", "127.0.0.1@tcp:9880:/has space",
+                          "127.0.0.1@tcp:9880:/a/b", "notanid:/training",
                           "127.0.0.1@tcp:99999:/training",
-                          "127.0.0.1@tcp:988:/waytoolongfilesystemnamethatgoesonandon"}) {
+                          "127.0.0.1@tcp:9880:/waytoolongfilesystemnamethatgoesonandon"}) {
     auto s = ParseMountSpec(bad);
     EXPECT_FALSE(s.ok()) << "accepted '" << bad << "'";
     if (!s.ok()) {

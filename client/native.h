@@ -55,7 +55,7 @@ class NativeFile;
 
 class NativeFs {
  public:
-  // Connects to the MGS named by `spec` ("127.0.0.1@tcp:988:/training").
+  // Connects to the MGS named by `spec` ("127.0.0.1@tcp:9880:/training").
   static Result<std::unique_ptr<NativeFs>> Connect(std::string_view spec,
                                                    NativeOptions options = {});
   ~NativeFs();

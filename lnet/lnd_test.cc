@@ -47,7 +47,7 @@ TEST_F(LndTest, ParsesTheFallbackOption) {
 // is not retried. (On a host with a device it resolves to o2ib: the test checks both.)
 TEST_F(LndTest, O2ibWithoutDeviceFailsClearlyUnlessFallbackAllowsTcp) {
   SetFallback(LndFallback::kNone);
-  const Nid nid = *Nid::Parse("127.0.0.1@o2ib:988");
+  const Nid nid = *Nid::Parse("127.0.0.1@o2ib:9880");
   const std::string why = O2ibUnavailableReason();
   auto lnd = ResolveLnd(nid);
   if (why.empty()) {
@@ -64,7 +64,7 @@ TEST_F(LndTest, O2ibWithoutDeviceFailsClearlyUnlessFallbackAllowsTcp) {
               std::string::npos)
         << st.message();
   }
-  EXPECT_NE(st.message().find("127.0.0.1@o2ib:988"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("127.0.0.1@o2ib:9880"), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("use --lnet-fallback tcp"), std::string::npos) << st.message();
 
   SetFallback(LndFallback::kTcp);

@@ -19,8 +19,9 @@
 
 namespace stria::lnet {
 
-// Lustre's acceptor port.
-inline constexpr uint16_t kDefaultPort = 988;
+// Stria's default port: 9880, not Lustre's 988 (the LNet acceptor), so that Stria and a
+// Lustre client or server can run on one host (docs/operations.md, "Ports").
+inline constexpr uint16_t kDefaultPort = 9880;
 
 enum class Lnd : uint8_t {
   kTcp,   // socklnd
@@ -35,7 +36,7 @@ struct Nid {
   // "ADDR@tcp[:PORT]" or "ADDR@o2ib[:PORT]". EINVAL with a reason for anything else.
   static Result<Nid> Parse(std::string_view text);
 
-  // The canonical text form; the port is always written ("127.0.0.1@tcp:988").
+  // The canonical text form; the port is always written ("127.0.0.1@tcp:9880").
   std::string ToString() const;
 
   bool operator==(const Nid&) const = default;

@@ -24,6 +24,7 @@ namespace stria::lnet {
 struct CachedReply {
   Status status;
   std::string body;
+  uint64_t transno = 0;  // the reply's transaction number: a resent answer carries it too
 };
 
 class ReplyCache {

@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -96,6 +98,9 @@ Attempt FinishReply(const FrameHeader& rh, const ExchangeArgs& a) {
 
 namespace {
 
+// How much of a reply's body the first read takes along with its header.
+constexpr size_t kFirstReadBody = 448;
+
 // A TCP connection (the socklnd): the request is gathered straight from the caller's
 // buffers into one sendmsg, the reply read straight into them.
 class TcpConn : public ClientConn {
@@ -118,20 +123,32 @@ class TcpConn : public ClientConn {
     Status st = SendAll(fd_, iov.data(), static_cast<int>(iov.size()), a.deadline);
     if (!st.ok()) return {st, false};
 
-    uint8_t rhdr[kFrameHeaderSize];
-    st = RecvAll(fd_, rhdr, sizeof rhdr, a.deadline);
-    if (!st.ok()) return {st, false};
-    Result<FrameHeader> rh = DecodeHeader(rhdr, *a.limits);
+    // The header and a small body usually arrive together: one read takes both (and the
+    // start of any bulk, copied to its place below); larger bodies and bulk are read
+    // straight into their buffers.
+    uint8_t first[kFrameHeaderSize + kFirstReadBody];
+    Result<size_t> got = RecvAtLeast(fd_, first, kFrameHeaderSize, sizeof first, a.deadline,
+                                     /*wait_first=*/true);
+    if (!got.ok()) return {got.status(), false};
+    Result<FrameHeader> rh = DecodeHeader(first, *a.limits);
     if (!rh.ok()) return {rh.status(), false};
+    std::span<const uint8_t> extra(first + kFrameHeaderSize, *got - kFrameHeaderSize);
+    if (extra.size() > rh->body_len + rh->bulk_len) {
+      return {Status(Code::kProtocol, "bytes beyond the reply's frame"), false};
+    }
     a.reply->resize(rh->body_len);
-    st = RecvAll(fd_, a.reply->data(), a.reply->size(), a.deadline);
+    const size_t body_part = std::min<size_t>(extra.size(), rh->body_len);
+    std::memcpy(a.reply->data(), extra.data(), body_part);
+    st = RecvAll(fd_, a.reply->data() + body_part, a.reply->size() - body_part, a.deadline);
     if (!st.ok()) return {st, false};
     st = VerifyBody(*rh, *a.reply);
     if (!st.ok()) return {st, false};
     Attempt check = CheckReplyHeader(*rh, a);
     if (!check.status.ok()) return check;
     if (rh->bulk_len) {
-      st = RecvAll(fd_, a.bulk->in.data(), rh->bulk_len, a.deadline);
+      const size_t bulk_part = extra.size() - body_part;
+      std::memcpy(a.bulk->in.data(), extra.data() + body_part, bulk_part);
+      st = RecvAll(fd_, a.bulk->in.data() + bulk_part, rh->bulk_len - bulk_part, a.deadline);
       if (!st.ok()) return {st, false};
     }
     return FinishReply(*rh, a);

@@ -398,6 +398,8 @@ class RpcServer::Impl : public RequestHandler {
         LOG_INFO("{}: resent xid {} from {} answered from the reply cache", options_.name,
                  h.xid, s.client_uuid);
         *reply = std::move(old->body);
+        // Still uncommitted, the client must keep it for replay as it would have.
+        ctx.transno = old->transno;
         return old->status;
       }
     }
@@ -407,7 +409,9 @@ class RpcServer::Impl : public RequestHandler {
     } catch (const std::exception& e) {
       st = Status(Code::kInternal, std::string("handler failed: ") + e.what());
     }
-    if (cached) reply_cache_.Complete(s.client_uuid, h.xid, {st, st.ok() ? *reply : ""});
+    if (cached) {
+      reply_cache_.Complete(s.client_uuid, h.xid, {st, st.ok() ? *reply : "", ctx.transno});
+    }
     return st;
   }
 

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <mutex>
 #include <cstring>
 #include <thread>
 #include <vector>
@@ -249,6 +250,130 @@ TEST_F(RpcTest, DeadPeerFailsAfterTheRetryDeadline) {
   Status st = c->Call(proto::OP_PING, req, &rep);
   EXPECT_EQ(st.code(), Code::kDisconnected);
   EXPECT_TRUE(st.retryable());
+}
+
+}  // namespace
+}  // namespace stria::lnet
+
+namespace stria::lnet {
+namespace {
+
+// A server that numbers every OP_MDS_SETATTR it runs (its transno) and reports a committed
+// number the test controls; it records every request it sees, replays flagged.
+struct TransnoServer {
+  struct Seen {
+    uint64_t xid;
+    uint64_t ino;
+    bool replay;
+    uint64_t replay_transno;
+    uint32_t valid;
+  };
+  std::unique_ptr<RpcServer> server;
+  std::mutex mu;
+  std::vector<Seen> seen;
+  uint64_t next_transno = 100;
+  std::atomic<uint64_t> committed{0};
+
+  void Start(uint16_t port) {
+    ServerOptions opts;
+    opts.name = "transno";
+    opts.fsname = "testfs";
+    server = std::make_unique<RpcServer>(opts);
+    server->Register<proto::SetattrRequest, proto::AttrReply>(
+        proto::OP_MDS_SETATTR,
+        [this](RpcContext& ctx, const proto::SetattrRequest& req, proto::AttrReply* rep) {
+          std::lock_guard lock(mu);
+          seen.push_back({ctx.xid, req.ino(), ctx.replay, ctx.replay_transno, req.valid()});
+          ctx.transno = ++next_transno;
+          ctx.last_committed = committed.load();
+          rep->mutable_attr()->set_ino(req.ino());
+          return Status::Ok();
+        });
+    ASSERT_TRUE(server->Start(Loopback(port)).ok());
+  }
+};
+
+proto::SetattrRequest Setattr(uint64_t ino) {
+  proto::SetattrRequest r;
+  r.set_ino(ino);
+  return r;
+}
+
+TEST(RpcReplayTest, UncommittedRequestsAreReplayedFirstAfterARestart) {
+  TransnoServer s1;
+  s1.Start(0);
+  const uint16_t port = s1.server->port();
+  ClientOptions o;
+  o.fsname = "testfs";
+  o.retry_deadline_ms = 5000;
+  o.keep_replays = true;
+  std::atomic<int> patched{0};
+  o.replay_patch = [&](uint16_t op, std::string* body, std::string_view) {
+    EXPECT_EQ(op, proto::OP_MDS_SETATTR);
+    proto::SetattrRequest r;
+    ASSERT_TRUE(r.ParseFromString(*body));
+    r.set_valid(77);  // what a replay must say
+    r.SerializeToString(body);
+    patched++;
+  };
+  RpcClient c(Loopback(port), o);
+  proto::AttrReply rep;
+  // Three changes answered, none committed; then a reply says the first is.
+  for (uint64_t ino : {1, 2, 3}) {
+    ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(ino), &rep).ok());
+  }
+  EXPECT_EQ(c.pending_replays(), 3u);
+  EXPECT_EQ(patched.load(), 3);
+  s1.committed = 101;  // transno of ino 1
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(4), &rep).ok());
+  EXPECT_EQ(c.pending_replays(), 3u) << "ino 1 is committed: 2, 3 and 4 are kept";
+  std::vector<TransnoServer::Seen> first;
+  {
+    std::lock_guard lock(s1.mu);
+    first = s1.seen;
+  }
+  s1.server->Stop();
+
+  // The server comes back as another instance: before the new request, the three kept ones
+  // arrive again, in transno order, flagged, with their xids and original transnos.
+  TransnoServer s2;
+  s2.next_transno = 500;
+  s2.Start(port);
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(5), &rep).ok());
+  std::vector<TransnoServer::Seen> again;
+  {
+    std::lock_guard lock(s2.mu);
+    again = s2.seen;
+  }
+  ASSERT_EQ(again.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_TRUE(again[i].replay) << i;
+    EXPECT_EQ(again[i].ino, first[i + 1].ino) << i;
+    EXPECT_EQ(again[i].xid, first[i + 1].xid) << "a replay keeps its xid";
+    EXPECT_EQ(again[i].replay_transno, 102 + i) << "and says its first transno";
+    EXPECT_EQ(again[i].valid, 77u) << "as replay_patch rewrote it";
+  }
+  EXPECT_FALSE(again[3].replay);
+  EXPECT_EQ(again[3].ino, 5u);
+  EXPECT_EQ(c.replays_sent(), 3u);
+  // Redone under new numbers and still uncommitted there: kept until a reply commits them.
+  EXPECT_EQ(c.pending_replays(), 4u);
+  s2.committed = 10'000;
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(6), &rep).ok());
+  EXPECT_EQ(c.pending_replays(), 0u);
+  s2.server->Stop();
+}
+
+TEST(RpcReplayTest, NothingIsKeptWithoutTheOption) {
+  TransnoServer s;
+  s.Start(0);
+  ClientOptions o;
+  o.fsname = "testfs";
+  RpcClient c(Loopback(s.server->port()), o);
+  proto::AttrReply rep;
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(1), &rep).ok());
+  EXPECT_EQ(c.pending_replays(), 0u);
+  s.server->Stop();
 }
 
 }  // namespace

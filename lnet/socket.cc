@@ -154,6 +154,28 @@ Status RecvAll(int fd, void* buf, size_t len, Clock::time_point deadline) {
   return Status::Ok();
 }
 
+Result<size_t> RecvAtLeast(int fd, void* buf, size_t min, size_t max, Clock::time_point deadline,
+                           bool wait_first) {
+  auto* p = static_cast<uint8_t*>(buf);
+  size_t got = 0;
+  if (wait_first) STRIA_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline));
+  while (got < min) {
+    const ssize_t n = recv(fd, p + got, max - got, 0);
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) return Status(Code::kDisconnected, "peer closed the connection");
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      STRIA_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline));
+      continue;
+    }
+    return Status(Code::kDisconnected, std::string("recv: ") + strerror(errno));
+  }
+  return got;
+}
+
 uint16_t LocalPort(int fd) {
   sockaddr_in sa{};
   socklen_t len = sizeof sa;

@@ -35,6 +35,13 @@ Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline);
 // Reads exactly len bytes into buf. kDisconnected (EOF or error) or kTimeout.
 Status RecvAll(int fd, void* buf, size_t len, Clock::time_point deadline);
 
+// Reads at least `min` and at most `max` bytes into buf (whatever has arrived beyond `min`
+// comes in the same call), and returns how many. With wait_first it polls before the first
+// read: for a reply to a request just sent, which is never there yet, that saves a read
+// that would only say EAGAIN. kDisconnected (EOF or error) or kTimeout.
+Result<size_t> RecvAtLeast(int fd, void* buf, size_t min, size_t max, Clock::time_point deadline,
+                           bool wait_first);
+
 // Puts fd in non-blocking mode and sets TCP_NODELAY.
 void TuneSocket(int fd);
 

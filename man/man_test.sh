@@ -5,6 +5,7 @@
 # - each page names every long option of its binary's --help (stria-mds, stria-oss,
 #   stria-fuse, mount.stria) or every command of its help (lfs help, lctl --help), so an
 #   option added to a binary without its page fails here;
+# - stria.conf(5) and dist/stria.conf name every config key of stria-mds and stria-oss;
 # - groff renders each page without a warning (-ww), where groff is installed.
 # Usage: man_test.sh BIN_DIR MAN_DIR VERSION
 set -uo pipefail
@@ -52,13 +53,28 @@ mapfile -t cmds < <("$BIN/lctl" --help 2>&1 | sed -n 's/^  \([a-z_]\{2,\}\) .*/\
 [[ ${#cmds[@]} -ge 8 ]] || fail "lctl --help lists ${#cmds[@]} commands"
 page_names lctl.8 "${cmds[@]}" --mgs --lnet-fallback --device deactivate activate --version
 
-for page in lfs.1 lctl.8 mount.stria.8 stria-mds.8 stria-oss.8; do
+# stria.conf(5) and the sample dist/stria.conf name every key of [mds] and [oss]: each long
+# option of the daemon but --help, --version, --config, --instance and the command-line-only
+# testing options (kCommandLineOnlyGroup: --simulate-power-loss), '-' written '_'.
+for b in stria-mds stria-oss; do
+  mapfile -t keys < <(long_options "$b" |
+                      grep -vxE -- '--(help|version|config|instance|simulate-power-loss)' |
+                      sed 's/^--//; s/-/_/g')
+  [[ ${#keys[@]} -ge 10 ]] || fail "$b: only ${#keys[@]} config keys"
+  for k in "${keys[@]}"; do
+    grep -qF -- "$k" "$MAN/stria.conf.5" || fail "stria.conf.5 does not document key '$k' of $b"
+    grep -qE -- "^# ?$k = " "$MAN/../dist/stria.conf" ||
+      fail "dist/stria.conf has no (commented) line for key '$k' of $b"
+  done
+done
+
+for page in lfs.1 lctl.8 mount.stria.8 stria-mds.8 stria-oss.8 stria.conf.5; do
   grep -q "^\.TH .* \"Stria $VERSION\" " "$MAN/$page" || fail "$page: .TH does not say Stria $VERSION"
 done
 grep -qx '.so man8/mount.stria.8' "$MAN/stria-fuse.8" || fail "stria-fuse.8 is not a link to mount.stria.8"
 
 if command -v groff > /dev/null; then
-  for page in lfs.1 lctl.8 mount.stria.8 stria-mds.8 stria-oss.8; do
+  for page in lfs.1 lctl.8 mount.stria.8 stria-mds.8 stria-oss.8 stria.conf.5; do
     warnings=$(LC_ALL=C.UTF-8 groff -man -Tascii -ww -z "$MAN/$page" 2>&1)
     [[ -z "$warnings" ]] || fail "groff warns on $page: $warnings"
     [[ $(LC_ALL=C.UTF-8 groff -man -Tascii "$MAN/$page" 2>/dev/null | wc -l) -gt 20 ]] ||

@@ -1,10 +1,13 @@
 // stria-mds: the metadata server and management service (MGS) of one Stria filesystem.
 //
 //   stria-mds --fsname NAME --data DIR [--listen NID] [--port-file FILE] [--threads N]
-//             [--log-level LVL] [--root-squash UID:GID] [--client-lease-ms MS]
-//             [--lnet-fallback tcp|none] [--o2ib-poll] [--key-file FILE]...
-//             [--nosquash-nids NIDLIST] [--capa-key-file FILE]... [--capa-timeout S]
+//             [--log-level LVL] [--log-target T] [--log-file FILE] [--root-squash UID:GID]
+//             [--client-lease-ms MS] [--lnet-fallback tcp|none] [--o2ib-poll]
+//             [--key-file FILE]... [--nosquash-nids NIDLIST] [--capa-key-file FILE]...
+//             [--capa-timeout S] [--config FILE]
 //
+// Every option may come from [mds] (or [global]) of the config file instead
+// (common/config_cli.h; default /etc/stria/stria.conf); the command line wins.
 // Formats DIR on first use; refuses a DIR of another filesystem (exit 1). Stops cleanly on
 // SIGTERM/SIGINT: the RPC server stops (handlers in flight finish), the destroy queue stops,
 // RocksDB closes.
@@ -18,7 +21,9 @@
 #include <chrono>
 #include <thread>
 
+#include "common/config_cli.h"
 #include "common/log.h"
+#include "common/log_config.h"
 #include "common/version.h"
 #include "common/metrics_server.h"
 #include "lnet/capa.h"
@@ -50,7 +55,8 @@ bool WritePortFile(const std::string& path, uint16_t port) {
 int main(int argc, char** argv) {
   CLI::App app{"stria-mds: Stria metadata server and management service"};
   app.set_version_flag("--version", std::string("stria-mds ") + stria::kVersion + " (Stria)");
-  std::string fsname, data, listen = "0.0.0.0@tcp:988", port_file, log_level;
+  std::string fsname, data, listen = "0.0.0.0@tcp:9880", port_file;
+  stria::LogOptions log;
   int threads = 8;
   std::string root_squash;
   int lease_ms = 60'000;
@@ -64,7 +70,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "RPC worker threads")
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
-  app.add_option("--log-level", log_level, "trace, debug, info, warn or error");
+  stria::AddLogOptions(app, &log);
   app.add_option("--root-squash", root_squash,
                  "UID:GID that requests from root run as (e.g. 65534:65534); off when empty");
   app.add_option("--client-lease-ms", lease_ms,
@@ -110,16 +116,15 @@ int main(int argc, char** argv) {
   bool simulate_power_loss = false;
   app.add_flag("--simulate-power-loss", simulate_power_loss,
                "testing: track which RocksDB bytes were synced; SIGUSR2 then cuts the power: "
-               "every unsynced write is dropped and the MDS exits at once (status 137)");
+               "every unsynced write is dropped and the MDS exits at once (status 137)")
+      ->group(stria::kCommandLineOnlyGroup);
   app.add_flag("--o2ib-poll", o2ib_poll,
                "busy-poll RDMA completion queues instead of sleeping on their channel");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 1;
+  if (auto rc = stria::ParseCommandLineAndConfig(app, argc, argv, "mds")) return *rc;
+  if (stria::Status st = stria::ConfigureLogging("stria-mds", log); !st.ok()) {
+    fprintf(stderr, "stria-mds: %s\n", st.message().c_str());
+    return 1;
   }
-  stria::InitLogging("stria-mds", log_level);
 
   stria::mds::MdsServiceOptions service_options;
   service_options.commit_interval_ms = commit_interval_ms;

@@ -2,9 +2,13 @@
 //
 //   stria-oss --mgs NIDLIST --ost INDEX:DIR [--ost INDEX:DIR ...] [--listen NID]
 //             [--port-file FILE] [--threads N] [--max-open-files N] [--log-level LVL]
-//             [--heartbeat-ms MS] [--lnet-fallback tcp|none] [--o2ib-poll]
-//             [--key-file FILE]... [--capa-key-file FILE]...
+//             [--log-target T] [--log-file FILE] [--heartbeat-ms MS]
+//             [--lnet-fallback tcp|none] [--o2ib-poll] [--key-file FILE]...
+//             [--capa-key-file FILE]... [--config FILE] [--instance NAME]
 //
+// Every option may come from [oss] (or [global]) of the config file instead, and with
+// --instance NAME from [oss.NAME] over [oss] (common/config_cli.h; default
+// /etc/stria/stria.conf; stria-oss@NAME.service); the command line wins.
 // Serves each OST directory (formatted on first use with the MGS's fsname), registers them
 // with the MGS every 5 s, and stops cleanly on SIGTERM/SIGINT. Exit 1 on bad options, an
 // OST directory that belongs elsewhere (a corrupt ost.meta, another index), or an OST the
@@ -21,7 +25,9 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/config_cli.h"
 #include "common/log.h"
+#include "common/log_config.h"
 #include "common/version.h"
 #include "common/metrics_server.h"
 #include "lnet/lnd.h"
@@ -53,12 +59,13 @@ Status WritePortFile(const std::string& path, uint16_t port) {
 int main(int argc, char** argv) {
   CLI::App app{"stria-oss: Stria object storage server"};
   app.set_version_flag("--version", std::string("stria-oss ") + stria::kVersion + " (Stria)");
-  std::string mgs, listen = "127.0.0.1@tcp:0", port_file, log_level;
+  std::string mgs, listen = "127.0.0.1@tcp:0", port_file, instance;
+  stria::LogOptions log;
   std::vector<std::string> ost_args;
   int threads = 8;
   size_t max_open_files = 512;
   int heartbeat_ms = 5'000;
-  app.add_option("--mgs", mgs, "MGS NID list, e.g. 127.0.0.1@tcp:988[,NID...]")->required();
+  app.add_option("--mgs", mgs, "MGS NID list, e.g. 127.0.0.1@tcp:9880[,NID...]")->required();
   app.add_option("--ost", ost_args, "an OST to serve, INDEX:DIR (repeatable)")->required();
   app.add_option("--listen", listen, "NID to listen on (port 0 = any free port)")
       ->capture_default_str();
@@ -70,7 +77,7 @@ int main(int argc, char** argv) {
                  "objects kept open per OST (two descriptors each: data and checksums)")
       ->check(CLI::Range(size_t{1}, size_t{16384}))
       ->capture_default_str();
-  app.add_option("--log-level", log_level, "trace, debug, info, warn or error");
+  stria::AddLogOptions(app, &log);
   app.add_option("--heartbeat-ms", heartbeat_ms,
                  "how often each OST re-registers with the MGS, with its free space (ms)")
       ->check(CLI::Range(100, 60'000))
@@ -96,14 +103,14 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tcp", "none"}));
   app.add_flag("--o2ib-poll", o2ib_poll,
                "busy-poll RDMA completion queues instead of sleeping on their channel");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 1;
+  app.add_option("--instance", instance,
+                 "read [oss.NAME] of the config file over [oss] (one of several stria-oss on "
+                 "a host: stria-oss@NAME.service)");
+  if (auto rc = stria::ParseCommandLineAndConfig(app, argc, argv, "oss", &instance)) return *rc;
+  if (Status st = stria::ConfigureLogging("stria-oss", log); !st.ok()) {
+    fmt::print(stderr, "stria-oss: {}\n", st.message());
+    return 1;
   }
-
-  stria::InitLogging("stria-oss", log_level);
 
   stria::oss::OssOptions options;
   auto nids = stria::lnet::ParseNidList(mgs);

@@ -19,6 +19,7 @@ PACKAGES=(
   clang-14 libclang-rt-14-dev
   libcivetweb-dev python3-prometheus-client
   groff-base
+  libtomlplusplus-dev
 )
 
 SUDO=()

@@ -1,7 +1,7 @@
 // Finding the Stria filesystem under a path, as Lustre's llapi_search_mounts does.
 //
 // A Stria mount shows in /proc/self/mountinfo with filesystem type "fuse.stria" and its
-// DEVICE ("NID[,NID]:/fsname", e.g. "127.0.0.1@tcp:988:/training") as the mount source.
+// DEVICE ("NID[,NID]:/fsname", e.g. "127.0.0.1@tcp:9880:/training") as the mount source.
 // Given a path, LocatePath makes it absolute, finds the Stria mount with the longest
 // mount point that contains it, and gives the path inside the filesystem ("/shards/a"),
 // which is what Client::ResolvePath takes. The path itself need not exist (lfs setstripe
@@ -28,8 +28,8 @@ struct MountEntry {
   std::string source;
 };
 
-// A mount DEVICE split into its parts: "a@tcp:988,b@tcp:/training" ->
-// nids "a@tcp:988,b@tcp", fsname "training". The NIDs are checked by lnet when used.
+// A mount DEVICE split into its parts: "a@tcp:9880,b@tcp:/training" ->
+// nids "a@tcp:9880,b@tcp", fsname "training". The NIDs are checked by lnet when used.
 struct DeviceSpec {
   std::string nids;
   std::string fsname;

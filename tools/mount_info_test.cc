@@ -8,7 +8,7 @@ namespace {
 constexpr char kMountInfo[] =
     "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n"
     "40 22 0:40 / /mnt/training-data rw,nosuid,nodev,relatime shared:20 - fuse.stria "
-    "127.0.0.1@tcp:988:/training rw,user_id=0,group_id=0\n"
+    "127.0.0.1@tcp:9880:/training rw,user_id=0,group_id=0\n"
     "41 40 0:41 / /mnt/training-data/scratch rw - tmpfs tmpfs rw\n"
     "42 22 0:42 / /mnt/with\\040space rw - fuse.stria a@tcp,b@tcp:9000:/fs2 rw\n"
     "garbage line\n"
@@ -19,7 +19,7 @@ TEST(MountInfoTest, Parse) {
   ASSERT_EQ(m.size(), 5u);
   EXPECT_EQ(m[1].mount_point, "/mnt/training-data");
   EXPECT_EQ(m[1].fstype, "fuse.stria");
-  EXPECT_EQ(m[1].source, "127.0.0.1@tcp:988:/training");
+  EXPECT_EQ(m[1].source, "127.0.0.1@tcp:9880:/training");
   EXPECT_EQ(m[3].mount_point, "/mnt/with space");
 }
 
@@ -40,9 +40,9 @@ TEST(MountInfoTest, LongestPrefixAtBoundary) {
 }
 
 TEST(MountInfoTest, Device) {
-  auto d = ParseDevice("127.0.0.1@tcp:988:/training");
+  auto d = ParseDevice("127.0.0.1@tcp:9880:/training");
   ASSERT_TRUE(d.ok());
-  EXPECT_EQ(d->nids, "127.0.0.1@tcp:988");
+  EXPECT_EQ(d->nids, "127.0.0.1@tcp:9880");
   EXPECT_EQ(d->fsname, "training");
   d = ParseDevice("a@tcp,b@tcp:9000:/fs2");
   ASSERT_TRUE(d.ok());

@@ -236,7 +236,15 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   std::lock_guard lock(fh->report_mu);
   const bool dirty = fh->dirty.exchange(false);
   const int64_t read_ns = fh->atime_ns.load();
-  const bool atime_due = read_ns > 0 && fh->relatime_due && !fh->atime_sent.exchange(true);
+  // The atime of a read goes with the release (which the application does not wait for)
+  // or an fsync, not with each flush: a cold read's close(2) then costs no MDS request.
+  const bool atime_pending = read_ns > 0 && fh->relatime_due && !fh->atime_sent.load();
+  if (atime_pending && !close && !sync) {
+    int64_t cur = fh->inode->unreported_atime_ns.load();
+    while (cur < read_ns && !fh->inode->unreported_atime_ns.compare_exchange_weak(cur, read_ns)) {
+    }
+  }
+  const bool atime_due = (close || sync) && atime_pending && !fh->atime_sent.exchange(true);
   // fsync sends even with nothing to report: the MDS then syncs its WAL (the create of this
   // file may be answered and not yet durable).
   if (!close && !dirty && !atime_due && !sync) return Status::Ok();
@@ -261,6 +269,10 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
     return st;
   }
   fh->inode->ObserveMdsSize(rep->attr().size());
+  if (atime_due) {  // the MDS has it now
+    int64_t cur = read_ns;
+    fh->inode->unreported_atime_ns.compare_exchange_strong(cur, 0);
+  }
   return Status::Ok();
 }
 

@@ -103,6 +103,13 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
     inode->kernel_mtime_ns.store(rep.attr().mtime_ns());
   }
   *st = AttrToStat(rep.attr(), size);
+  if (auto inode = inodes_.Get(ino)) {
+    // A read whose atime the release will report (relatime) shows now, as on a local fs.
+    const int64_t r = inode->unreported_atime_ns.load();
+    if (r > TimespecToNs(st->st_atim)) {
+      st->st_atim = timespec{static_cast<time_t>(r / 1'000'000'000), static_cast<long>(r % 1'000'000'000)};
+    }
+  }
   if (auto inode = inodes_.Get(ino); inode && inode->writers.load() > 0) {
     // Writes not yet reported to the MDS still change mtime and ctime (POSIX write(2)).
     const int64_t w = inode->write_time_ns.load();

@@ -50,6 +50,9 @@ struct Inode {
   // Time of the latest write made here (reported to the MDS at flush/close): getattr shows
   // mtime and ctime at least this while writers > 0, as a local file would right after write.
   std::atomic<int64_t> write_time_ns{0};
+  // A read's atime (relatime) that a closed handle will report with its release, which the
+  // application does not wait for: GETATTR shows it meanwhile (0: none pending).
+  std::atomic<int64_t> unreported_atime_ns{0};
   // (size, mtime) the MDS gave at this client's latest open: if the next open sees the
   // same, the kernel's page cache of the file is still valid (keep_cache).
   std::atomic<uint64_t> open_size{0};

@@ -1,8 +1,11 @@
 // stria-fuse and mount.stria: mount a Stria filesystem with FUSE.
 //
 //   stria-fuse DEVICE MOUNTPOINT [-f] [-d] [-o opt[,opt...]] [--lnet-fallback tcp|none]
+//              [--config FILE]
 //   mount.stria DEVICE DIR [-sfnv] [-o opts]        (what mount -t stria runs)
 //
+// The mount options of [client] (and [global]) in the config file (client/fuse/
+// mount_config.h; default /etc/stria/stria.conf) come first; -o options win.
 // DEVICE is NID[,NID...]:/fsname. Without -f the command returns only once the MGS answered
 // and the mount exists (the daemon carries on in the background), so scripts may use the
 // mount point right away; a wrong DEVICE or an unreachable MGS fails with a message, exit 1.
@@ -26,9 +29,11 @@
 
 #include "client/client.h"
 #include "client/fuse/fuse_ops.h"
+#include "client/fuse/mount_config.h"
 #include "client/fuse/mount_options.h"
 #include "client/mount_spec.h"
 #include "common/log.h"
+#include "common/log_config.h"
 #include "common/version.h"
 #include "lnet/lnd.h"
 
@@ -44,6 +49,8 @@ struct Args {
   bool fake = false;
   bool verbose = false;
   std::string lnet_fallback;  // --lnet-fallback (the option lnet_fallback= does the same)
+  std::string config;         // --config FILE ('' for none)
+  bool config_given = false;
   std::vector<std::string> options;
 };
 
@@ -79,8 +86,13 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   const std::string level = mo.log_level.empty() ? (a.verbose || a.debug ? "debug" : "info")
                                                  : mo.log_level;
   // In the background, the terminal sees only warnings and errors until the mount is up;
-  // the daemon's log (log=FILE) then gets `level`.
-  InitLogging(a.prog, ready_fd >= 0 && !a.verbose ? "warn" : level);
+  // the daemon's log (log=FILE, else log_target: journald or syslog) then gets `level`.
+  if (ready_fd >= 0) {
+    InitLogging(a.prog, a.verbose ? level : "warn");
+  } else if (Status st = ConfigureLogging(a.prog, {.level = level, .target = mo.log_target, .file = ""});
+             !st.ok()) {
+    return Fail(a, st.message());
+  }
   ClientConfig cfg;
   cfg.mgs_nids = spec.mgs_nids;
   cfg.fsname = spec.fsname;
@@ -155,6 +167,10 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
       if (null_fd > 2) close(null_fd);
     }
     if (log_fd > 2) close(log_fd);
+    if (log_fd < 0) {
+      // Nobody reads stderr now: log_target (auto: journald, else syslog) gets the log.
+      (void)ConfigureLogging(a.prog, {.level = level, .target = mo.log_target, .file = ""});
+    }
     if (std::getenv("STRIA_LOG") == nullptr) spdlog::set_level(spdlog::level::from_str(level));
     LOG_INFO("mounted {} on {} (pid {})", a.device, a.mountpoint, getpid());
     if (chdir("/") != 0) {
@@ -190,7 +206,7 @@ int Main(int argc, char** argv) {
                                : "Mount a Stria filesystem with FUSE",
                a.prog};
   app.set_version_flag("--version", a.prog + " " + stria::kVersion + " (Stria)");
-  app.add_option("device", a.device, "NID[,NID...]:/fsname, e.g. 127.0.0.1@tcp:988:/training")
+  app.add_option("device", a.device, "NID[,NID...]:/fsname, e.g. 127.0.0.1@tcp:9880:/training")
       ->required();
   app.add_option("mountpoint", a.mountpoint, "the directory to mount on")->required();
   app.add_option("-o", a.options, "mount options, comma separated")->allow_extra_args(false);
@@ -198,6 +214,10 @@ int Main(int argc, char** argv) {
                  "tcp: carry o2ib NIDs over TCP where this host has no RDMA device "
                  "(as -o lnet_fallback=tcp)")
       ->check(CLI::IsMember({"tcp", "none"}));
+  CLI::Option* config_opt = app.add_option(
+      "--config", a.config,
+      "config file (default $STRIA_CONFIG, else /etc/stria/stria.conf if it exists; '' for "
+      "none): its [client] and [global] mount options come before -o");
   if (as_mount_helper) {
     bool sloppy = false, no_mtab = false;
     app.add_flag("-s", sloppy, "tolerate unknown options (accepted for mount(8))");
@@ -214,6 +234,7 @@ int Main(int argc, char** argv) {
     return app.exit(e);
   }
   if (a.debug) a.foreground = true;
+  a.config_given = config_opt->count() > 0;
 
   auto spec = ParseMountSpec(a.device);
   if (!spec.ok()) return Fail(a, spec.status().message());
@@ -222,7 +243,11 @@ int Main(int argc, char** argv) {
     return Fail(a, "mount point " + a.mountpoint + ": " + std::strerror(errno));
   }
   if (!S_ISDIR(st.st_mode)) return Fail(a, "mount point " + a.mountpoint + " is not a directory");
-  auto mo = ParseMountOptions(a.options, a.device, geteuid() == 0);
+  auto from_config = LoadMountConfig(a.config, a.config_given);
+  if (!from_config.ok()) return Fail(a, from_config.status().message());
+  std::vector<std::string> options = std::move(*from_config);
+  options.insert(options.end(), a.options.begin(), a.options.end());
+  auto mo = ParseMountOptions(options, a.device, geteuid() == 0);
   if (!mo.ok()) return Fail(a, mo.status().message());
   // The MGS NIDs must be reachable on some LND here: an o2ib NID without a device fails now,
   // with the one message, unless the fallback allows TCP.

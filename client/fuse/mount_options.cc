@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "common/log_config.h"
+
 namespace stria::client::fuse {
 
 namespace {
@@ -86,7 +88,18 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
         if (value.empty()) return Status(Code::kInval, "option log= needs a file name");
         m.log_file = value;
       } else if (key == "log_level") {
+        if (!ValidLogLevel(value) || value.empty()) {
+          return Status(Code::kInval, "option log_level=" + value +
+                                          ": trace, debug, info, warn or error");
+        }
         m.log_level = value;
+      } else if (key == "log_target") {
+        LogOptions lo;
+        lo.target = value;
+        if (auto d = ResolveLogDestination(lo, LogEnvironment{}); !d.ok()) {
+          return Status(Code::kInval, "option " + d.status().message());
+        }
+        m.log_target = value;
       } else if (key == "key_file") {
         if (value.empty()) return Status(Code::kInval, "option key_file= needs a file name");
         m.key_file = value;

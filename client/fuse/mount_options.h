@@ -12,8 +12,10 @@
 //   connect_timeout=S   seconds to reach the MGS at mount time, default 15
 //   timeout=S           seconds an unanswered MDS/OST request is resent (servers down,
 //                       network partitioned) before the syscall fails with EIO, default 300
-//   log=FILE            the daemon's log once in the background (default: none)
+//   log=FILE            the daemon's log once in the background (default: log_target)
 //   log_level=LEVEL     trace, debug, info, warn, error
+//   log_target=T        auto, stderr, syslog[:SOCKET], journald[:SOCKET] (common/log_config.h;
+//                       auto: a mount in the background logs to journald or syslog)
 //   key_file=PATH       the cluster key (docs/security.md); without it, $STRIA_KEY_FILE,
 //                       else /etc/stria/stria.key if it exists, else none
 //   lnet_fallback=tcp   carry o2ib NIDs over TCP where this host has no RDMA device
@@ -42,6 +44,7 @@ struct MountOptions {
   int timeout_s = 300;
   std::string log_file;
   std::string log_level;
+  std::string log_target = "auto";
   std::string key_file;       // empty: the default key (lnet::DefaultKeyRing), if any
   std::string lnet_fallback;  // "tcp", "none" or empty (the process default)
   bool o2ib_poll = false;

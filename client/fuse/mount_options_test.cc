@@ -6,9 +6,9 @@ namespace stria::client::fuse {
 namespace {
 
 TEST(MountOptions, DefaultsForRoot) {
-  auto m = ParseMountOptions({}, "127.0.0.1@tcp:988:/training", true);
+  auto m = ParseMountOptions({}, "127.0.0.1@tcp:9880:/training", true);
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->FuseOptString(), "fsname=127.0.0.1@tcp:988:/training,subtype=stria,allow_other,default_permissions");
+  EXPECT_EQ(m->FuseOptString(), "fsname=127.0.0.1@tcp:9880:/training,subtype=stria,allow_other,default_permissions");
   EXPECT_EQ(m->io_threads, 16);
 }
 

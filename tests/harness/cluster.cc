@@ -257,6 +257,9 @@ CommandResult RunCommand(const std::vector<std::string>& argv, std::string_view 
 }
 
 Cluster::Cluster(ClusterOptions options) : options_(std::move(options)) {
+  // The daemons and mounts run with exactly the options the tests give: no config file
+  // (/etc/stria/stria.conf of this host) unless a test names one with --config.
+  setenv("STRIA_CONFIG", "", 1);
   const char* tmp = getenv("TMPDIR");
   std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/stria-" + options_.tag + "-XXXXXX";
   std::vector<char> b(tmpl.begin(), tmpl.end());

@@ -55,7 +55,7 @@ struct stria_connect_opts {
                             missing key is -EACCES ("authentication failed: ..."). */
 };
 
-/* Connects to `spec` ("10.0.0.5@tcp:/training", "127.0.0.1@tcp:988:/training",
+/* Connects to `spec` ("10.0.0.5@tcp:/training", "127.0.0.1@tcp:9880:/training",
  * "mds1@tcp,mds2@tcp:/scratch"); opts may be NULL. -EINVAL for a bad spec, -ENODEV or
  * -ETIMEDOUT when the MGS cannot be reached. */
 int stria_connect(const char* spec, const struct stria_connect_opts* opts, stria_fs_t** out);
