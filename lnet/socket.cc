@@ -135,23 +135,7 @@ Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline) {
 }
 
 Status RecvAll(int fd, void* buf, size_t len, Clock::time_point deadline) {
-  auto* p = static_cast<uint8_t*>(buf);
-  while (len > 0) {
-    const ssize_t n = recv(fd, p, len, 0);
-    if (n > 0) {
-      p += n;
-      len -= static_cast<size_t>(n);
-      continue;
-    }
-    if (n == 0) return Status(Code::kDisconnected, "peer closed the connection");
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      STRIA_RETURN_IF_ERROR(WaitFor(fd, POLLIN, deadline));
-      continue;
-    }
-    return Status(Code::kDisconnected, std::string("recv: ") + strerror(errno));
-  }
-  return Status::Ok();
+  return RecvAtLeast(fd, buf, len, len, deadline, /*wait_first=*/false).status();
 }
 
 Result<size_t> RecvAtLeast(int fd, void* buf, size_t min, size_t max, Clock::time_point deadline,

@@ -34,8 +34,7 @@ Result<InodeRecord*> Txn::Dir(uint64_t ino) {
   return rec;
 }
 
-InodeRecord* Txn::NewInode() {
-  const uint64_t ino = super_.next_ino++;
+InodeRecord* Txn::AddInode(uint64_t ino) {
   super_.inodes++;
   InodeRecord& rec = inodes_[ino];
   rec.attr.set_ino(ino);
@@ -47,6 +46,8 @@ InodeRecord* Txn::NewInode() {
   return &rec;
 }
 
+InodeRecord* Txn::NewInode() { return AddInode(super_.next_ino++); }
+
 Result<InodeRecord*> Txn::ReplayedInode(uint64_t ino) {
   if (ino < 2 || ino >= super_.next_ino || inodes_.count(ino) != 0) {
     return Status(Code::kInval, "replayed inode number " + std::to_string(ino) +
@@ -57,16 +58,7 @@ Result<InodeRecord*> Txn::ReplayedInode(uint64_t ino) {
     return Status(Code::kInval, "replayed inode number " + std::to_string(ino) + " is in use");
   }
   if (existing.status().code() != Code::kNoEnt) return existing.status();
-  inodes_.erase(ino);
-  super_.inodes++;
-  InodeRecord& rec = inodes_[ino];
-  rec.attr.set_ino(ino);
-  rec.attr.set_nlink(1);
-  rec.attr.set_atime_ns(now_);
-  rec.attr.set_mtime_ns(now_);
-  rec.attr.set_ctime_ns(now_);
-  dirty_.insert(ino);
-  return &rec;
+  return AddInode(ino);
 }
 
 void Txn::QueueDestroy(const proto::Layout& layout) {

@@ -78,6 +78,9 @@ class Txn {
   Status Commit(bool sync = true);
 
  private:
+  // A new inode numbered `ino` (nlink 1, times now), counted and dirty.
+  InodeRecord* AddInode(uint64_t ino);
+
   Namespace* ns_;
   int64_t now_;
   std::map<uint64_t, InodeRecord> inodes_;
