@@ -248,8 +248,11 @@ class RpcClient::Impl {
   // forgets the ones the reply says are.
   void Keep(uint16_t opcode, uint64_t xid, std::string_view request, std::string_view reply,
             uint64_t transno, uint64_t committed) {
+    // Most replies (lookups, committed changes) neither add nor trim: no lock for them.
+    if (transno <= committed && committed <= trimmed_.load(std::memory_order_relaxed)) return;
     std::lock_guard lk(replay_mu_);
-    if (transno > committed) {
+    // A reply that raced a later one may report an older last_committed than we trimmed to.
+    if (transno > committed && transno > trimmed_.load(std::memory_order_relaxed)) {
       Kept k{opcode, xid, std::string(request)};
       if (options_.replay_patch) options_.replay_patch(opcode, &k.body, reply);
       replays_[transno] = std::move(k);
@@ -259,7 +262,9 @@ class RpcClient::Impl {
 
   // REQUIRES: replay_mu_.
   void Committed(uint64_t committed) {
-    if (committed != 0) replays_.erase(replays_.begin(), replays_.upper_bound(committed));
+    if (committed <= trimmed_.load(std::memory_order_relaxed)) return;
+    replays_.erase(replays_.begin(), replays_.upper_bound(committed));
+    trimmed_.store(committed, std::memory_order_relaxed);
   }
 
   // On a new connection: when the server is another instance than the one that answered the
@@ -276,6 +281,7 @@ class RpcClient::Impl {
              replays_.size());
     std::map<uint64_t, Kept> pending = std::move(replays_);
     replays_.clear();
+    trimmed_.store(0, std::memory_order_relaxed);  // the new instance numbers anew
     uint64_t committed = 0;
     for (auto it = pending.begin(); it != pending.end(); it = pending.erase(it)) {
       Kept& k = it->second;
@@ -416,6 +422,8 @@ class RpcClient::Impl {
   std::mutex replay_mu_;             // held while replaying
   std::map<uint64_t, Kept> replays_;  // GUARDED_BY(replay_mu_): by transno
   uint64_t instance_ = 0;            // GUARDED_BY(replay_mu_): the server's, when last seen
+  // The highest last_committed replays_ was trimmed to (written under replay_mu_).
+  std::atomic<uint64_t> trimmed_{0};
   std::atomic<uint64_t> replays_sent_{0};
 };
 

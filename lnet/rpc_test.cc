@@ -364,6 +364,48 @@ TEST(RpcReplayTest, UncommittedRequestsAreReplayedFirstAfterARestart) {
   s2.server->Stop();
 }
 
+// A replay the restarted server refuses (a conflict: another client took the name) is
+// logged and dropped; the others and the new request still go through.
+TEST(RpcReplayTest, ARefusedReplayIsDroppedAndTheRestGoOn) {
+  TransnoServer s1;
+  s1.Start(0);
+  const uint16_t port = s1.server->port();
+  ClientOptions o;
+  o.fsname = "testfs";
+  o.retry_deadline_ms = 5000;
+  o.keep_replays = true;
+  RpcClient c(Loopback(port), o);
+  proto::AttrReply rep;
+  for (uint64_t ino : {1, 2, 3}) {
+    ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(ino), &rep).ok());
+  }
+  s1.server->Stop();
+
+  ServerOptions opts;
+  opts.name = "refusing";
+  opts.fsname = "testfs";
+  RpcServer s2(opts);
+  std::vector<uint64_t> done;
+  std::mutex mu;
+  s2.Register<proto::SetattrRequest, proto::AttrReply>(
+      proto::OP_MDS_SETATTR,
+      [&](RpcContext& ctx, const proto::SetattrRequest& req, proto::AttrReply*) {
+        std::lock_guard lock(mu);
+        if (ctx.replay && req.ino() == 2) return Status(Code::kExist, "taken meanwhile");
+        done.push_back(req.ino());
+        return Status::Ok();  // transno 0: committed at once
+      });
+  ASSERT_TRUE(s2.Start(Loopback(port)).ok());
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(4), &rep).ok());
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(done, (std::vector<uint64_t>{1, 3, 4}));
+  }
+  EXPECT_EQ(c.replays_sent(), 3u);
+  EXPECT_EQ(c.pending_replays(), 0u) << "the refused one is not kept for another try";
+  s2.Stop();
+}
+
 TEST(RpcReplayTest, NothingIsKeptWithoutTheOption) {
   TransnoServer s;
   s.Start(0);

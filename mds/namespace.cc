@@ -326,10 +326,11 @@ Status Namespace::Write(rocksdb::WriteBatch* batch, bool sync) {
   wo.sync = sync && deferred == nullptr;
   STRIA_RETURN_IF_ERROR(FromRocks(db_->Write(wo, batch), "write batch"));
   // Writers are serialized by the namespace mutex, so the latest sequence covers this batch.
-  if (active != nullptr) active->NoteWritten(db_->GetLatestSequenceNumber());
-  if (deferred != nullptr) deferred->Note(db_->GetLatestSequenceNumber());
+  const uint64_t seq = db_->GetLatestSequenceNumber();
+  if (active != nullptr) active->NoteWritten(seq);
+  if (deferred != nullptr) deferred->Note(seq);
   // An unsynced write is made durable by the committer (when one runs) within its interval.
-  if (!sync) CommitLater(db_->GetLatestSequenceNumber());
+  if (!sync) CommitLater(seq);
   return Status::Ok();
 }
 

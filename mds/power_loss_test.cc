@@ -108,3 +108,70 @@ TEST(PowerLossTest, OnlyRangeReservationsForceASync) {
 
 }  // namespace
 }  // namespace stria::mds
+
+namespace stria::mds {
+namespace {
+
+proto::CreateRequest ReplayOf(const std::string& name, const proto::EntryReply& first) {
+  proto::CreateRequest req;
+  *req.mutable_cred() = Root();
+  req.set_parent(kRootIno);
+  req.set_name(name);
+  req.set_mode(S_IFREG | 0644);
+  req.set_replay_ino(first.attr().ino());
+  *req.mutable_replay_layout() = first.layout();
+  return req;
+}
+
+// A client replays a create the power loss took back (docs/durability.md#replay): it comes
+// back under the inode number and objects its first reply gave. A replay naming an inode or
+// an object the MDS never handed out, or an inode in use, is refused.
+TEST(PowerLossTest, ReplayedCreatesKeepTheirInodeAndObjects) {
+  std::shared_ptr<PowerLossFs> fs;
+  std::unique_ptr<rocksdb::Env> env = PowerLossFs::NewEnv(&fs);
+  MdsFixture f;
+  f.Reopen(true, env.get());
+  f.AddOsts(2);
+  // Reserve the inode range and an object id range on every OST, and make them durable, so
+  // the next create needs no synced reservation of its own.
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(LazyCreate(f.ns(), kRootIno, "warm" + std::to_string(i), S_IFREG | 0644).has_attr());
+  }
+  ASSERT_TRUE(f.ns().SyncAll().ok());
+  const proto::EntryReply lost = LazyCreate(f.ns(), kRootIno, "lost", S_IFREG | 0644);
+  ASSERT_GT(lost.layout().objects_size(), 0);
+  fs->CutPower();
+  f.Close();
+  ASSERT_GT(fs->DropUnsynced(), 0u);
+  f.Reopen(true, nullptr);
+  ASSERT_FALSE(f.Lookup(kRootIno, "lost").ok()) << "the create was not taken back";
+
+  proto::EntryReply rep;
+  ASSERT_TRUE(Create(f.ns(), ReplayOf("lost", lost), &rep).ok());
+  EXPECT_EQ(rep.attr().ino(), lost.attr().ino());
+  ASSERT_EQ(rep.layout().objects_size(), lost.layout().objects_size());
+  for (int i = 0; i < lost.layout().objects_size(); ++i) {
+    EXPECT_EQ(rep.layout().objects(i).object_id(), lost.layout().objects(i).object_id());
+    EXPECT_EQ(rep.layout().objects(i).ost_idx(), lost.layout().objects(i).ost_idx());
+  }
+  auto back = f.Lookup(kRootIno, "lost");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->ino(), lost.attr().ino());
+
+  // The same inode again (another name): in use.
+  EXPECT_EQ(Create(f.ns(), ReplayOf("twice", lost), &rep).code(), Code::kInval);
+  // An inode number beyond everything handed out.
+  proto::EntryReply never = lost;
+  never.mutable_attr()->set_ino(lost.attr().ino() + 1'000'000);
+  EXPECT_EQ(Create(f.ns(), ReplayOf("never", never), &rep).code(), Code::kInval);
+  // A free inode number, but an object id no OST ever had.
+  proto::EntryReply bad_object = lost;
+  bad_object.mutable_attr()->set_ino(lost.attr().ino() + 1);
+  bad_object.mutable_layout()->mutable_objects(0)->set_object_id(1ull << 50);
+  const Status st = Create(f.ns(), ReplayOf("bad", bad_object), &rep);
+  EXPECT_EQ(st.code(), Code::kInval) << st.ToString();
+  EXPECT_FALSE(f.Lookup(kRootIno, "bad").ok());
+}
+
+}  // namespace
+}  // namespace stria::mds

@@ -49,7 +49,7 @@ InodeRecord* Txn::AddInode(uint64_t ino) {
 InodeRecord* Txn::NewInode() { return AddInode(super_.next_ino++); }
 
 Result<InodeRecord*> Txn::ReplayedInode(uint64_t ino) {
-  if (ino < 2 || ino >= super_.next_ino || inodes_.count(ino) != 0) {
+  if (ino < 2 || ino >= super_.next_ino) {
     return Status(Code::kInval, "replayed inode number " + std::to_string(ino) +
                                     " was never handed out");
   }
