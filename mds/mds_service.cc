@@ -85,6 +85,11 @@ void GrantLeases(LeaseTable& leases, const std::string& client, uint64_t snapsho
     if (rep->attr().ino() != 0) {
       rep->set_attr_lease_ms(leases.Grant(client, Kind::kAttr, rep->attr().ino(), snapshot));
     }
+    if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
+      if (S_ISDIR(rep->attr().mode())) {
+        rep->set_dir_lease_ms(leases.Grant(client, Kind::kEntry, rep->attr().ino(), snapshot));
+      }
+    }
   } else if constexpr (std::is_same_v<Req, proto::GetattrRequest>) {
     rep->set_attr_lease_ms(leases.Grant(client, Kind::kAttr, req.ino(), snapshot));
   }

@@ -123,11 +123,76 @@ LeaseCache::Stamp LeaseCache::Begin() const {
   return Stamp{epoch_, Clock::now()};
 }
 
+LeaseCache::Clock::time_point LeaseCache::Until(uint32_t lease_ms, const Stamp& stamp) const {
+  return stamp.sent +
+         std::chrono::microseconds(static_cast<int64_t>(lease_ms * 1000.0 * kLeaseShare));
+}
+
 double LeaseCache::Remaining(uint32_t lease_ms, const Stamp& stamp, double fallback) const {
-  const auto until = stamp.sent + std::chrono::microseconds(
-                                      static_cast<int64_t>(lease_ms * 1000.0 * kLeaseShare));
-  const double left = std::chrono::duration<double>(until - Clock::now()).count();
+  const double left =
+      std::chrono::duration<double>(Until(lease_ms, stamp) - Clock::now()).count();
   return std::max(left, fallback);
+}
+
+void LeaseCache::DirCreated(uint64_t dir, uint32_t dir_lease_ms, const Stamp& stamp) {
+  if (dir_lease_ms == 0 || !enabled()) return;
+  std::lock_guard lock(mu_);
+  if (epoch_ != stamp.epoch) return;
+  DropCompleteLocked(dir);
+  complete_[dir].until = Until(dir_lease_ms, stamp);
+}
+
+void LeaseCache::NameAdded(uint64_t dir, std::string_view name, uint32_t entry_lease_ms,
+                           const Stamp& stamp) {
+  std::lock_guard lock(mu_);
+  auto it = complete_.find(dir);
+  if (it == complete_.end()) return;
+  if (complete_names_ + cached_ >= options_.max_cached) {
+    DropCompleteLocked(dir);
+    return;
+  }
+  if (it->second.names.emplace(name).second) ++complete_names_;
+  // The reply renewed the entry lease on the directory (unless a revocation came meanwhile,
+  // which for this directory would have ended its completeness already).
+  if (entry_lease_ms != 0 && epoch_ == stamp.epoch) {
+    it->second.until = std::max(it->second.until, Until(entry_lease_ms, stamp));
+  }
+}
+
+void LeaseCache::NameRemoved(uint64_t dir, std::string_view name) {
+  std::lock_guard lock(mu_);
+  auto it = complete_.find(dir);
+  if (it == complete_.end()) return;
+  if (it->second.names.erase(std::string(name)) != 0) --complete_names_;
+}
+
+void LeaseCache::DirUnsure(uint64_t dir) {
+  std::lock_guard lock(mu_);
+  DropCompleteLocked(dir);
+}
+
+void LeaseCache::DropCompleteLocked(uint64_t dir) {
+  auto it = complete_.find(dir);
+  if (it == complete_.end()) return;
+  complete_names_ -= it->second.names.size();
+  complete_.erase(it);
+}
+
+bool LeaseCache::KnownAbsent(uint64_t dir, std::string_view name, double* timeout) {
+  if (!enabled()) return false;
+  std::lock_guard lock(mu_);
+  auto it = complete_.find(dir);
+  if (it == complete_.end()) return false;
+  const Clock::time_point now = Clock::now();
+  if (now >= it->second.until) {
+    DropCompleteLocked(dir);
+    return false;
+  }
+  if (it->second.names.count(std::string(name)) != 0) return false;
+  if (names_[dir].emplace(name).second) ++cached_;
+  ++counters_.local_negatives;
+  *timeout = std::chrono::duration<double>(it->second.until - now).count();
+  return true;
 }
 
 double LeaseCache::EntryTimeout(uint64_t parent, std::string_view name, uint32_t lease_ms,
@@ -159,6 +224,8 @@ uint64_t LeaseCache::QueueLocked(const std::vector<uint64_t>& dirs,
     cached_ -= names.size();
   };
   if (all) {
+    complete_.clear();
+    complete_names_ = 0;
     for (auto& [dir, names] : names_) queue_dir(dir, names);
     names_.clear();
     for (uint64_t ino : attrs_) queue_.push_back(Inval{0, "", ino});
@@ -167,6 +234,7 @@ uint64_t LeaseCache::QueueLocked(const std::vector<uint64_t>& dirs,
     attrs_.clear();
   } else {
     for (uint64_t d : dirs) {
+      DropCompleteLocked(d);
       auto it = names_.find(d);
       if (it == names_.end()) continue;
       queue_dir(d, it->second);
