@@ -262,6 +262,21 @@ void MdsService::Register(lnet::RpcServer* server) {
                  [md] { md->stats.Clear(); });
   registry_->Add(mdt + ".job_stats", [md] { return md->jobs.Format(); },
                  [md] { md->jobs.Clear(); });
+  if (LeaseTable* leases = options_.leases.get()) {
+    // Stria's own: the metadata leases (docs/consistency.md#leases), lctl get_param
+    // mdt.*.md_leases.
+    registry_->Add(
+        mdt + ".md_leases",
+        [leases] {
+          const LeaseTable::Counters c = leases->counters();
+          return fmt::format(
+              "lease_ms: {}\nclients: {}\nheld: {}\ngranted: {}\nrefused: {}\n"
+              "revocations: {}\nrevoke_failures: {}\n",
+              leases->options().lease_ms, c.clients, c.held, c.granted, c.refused,
+              c.revocations, c.revoke_failures);
+        },
+        [] {});
+  }
   lnet::RegisterStatsService(server, registry_.get());
   using namespace proto;  // NOLINT: opcode and message names
   Add(server, OP_MGS_REGISTER_OST, &RegisterOst);

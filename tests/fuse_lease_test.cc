@@ -191,6 +191,10 @@ TEST_F(LeaseTest, AMountThatStopsAnsweringLosesItsLeasesAndItsCache) {
   EXPECT_TRUE(Exists(Q("st/g")));
   EXPECT_NE(Slurp(g_cluster->mds_log()).find("lease revocation not answered"),
             std::string::npos);
+  CommandResult leases = RunCommand(
+      {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.md_leases"});
+  ASSERT_EQ(leases.exit_code, 0) << leases.err;
+  EXPECT_EQ(leases.out.find("revoke_failures: 0\n"), std::string::npos) << leases.out;
   EXPECT_GE(SecondsUntil(
                 [&] {
                   return Slurp(g_cluster->fuse_log(1)).find("metadata leases lost") !=
