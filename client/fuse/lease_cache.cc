@@ -171,6 +171,35 @@ void LeaseCache::DirUnsure(uint64_t dir) {
   DropCompleteLocked(dir);
 }
 
+void LeaseCache::SweepLocked(Clock::time_point now) {
+  if (now < next_sweep_) return;
+  next_sweep_ = now + std::chrono::seconds(5);
+  for (auto it = names_.begin(); it != names_.end();) {
+    if (it->second.until <= now) {
+      cached_ -= it->second.names.size();
+      it = names_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = attrs_.begin(); it != attrs_.end();) {
+    if (it->second <= now) {
+      --cached_;
+      it = attrs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = complete_.begin(); it != complete_.end();) {
+    if (it->second.until <= now) {
+      complete_names_ -= it->second.names.size();
+      it = complete_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
 void LeaseCache::DropCompleteLocked(uint64_t dir) {
   auto it = complete_.find(dir);
   if (it == complete_.end()) return;
@@ -189,7 +218,9 @@ bool LeaseCache::KnownAbsent(uint64_t dir, std::string_view name, double* timeou
     return false;
   }
   if (it->second.names.count(std::string(name)) != 0) return false;
-  if (names_[dir].emplace(name).second) ++cached_;
+  Named& n = names_[dir];
+  if (n.names.emplace(name).second) ++cached_;
+  n.until = std::max(n.until, it->second.until);
   ++counters_.local_negatives;
   *timeout = std::chrono::duration<double>(it->second.until - now).count();
   return true;
@@ -200,8 +231,11 @@ double LeaseCache::EntryTimeout(uint64_t parent, std::string_view name, uint32_t
   if (lease_ms == 0 || !enabled()) return options_.fallback_entry_s;
   std::lock_guard lock(mu_);
   // A revocation came while the request was out: what it read may predate the change.
+  SweepLocked(Clock::now());
   if (epoch_ != stamp.epoch || cached_ >= options_.max_cached) return options_.fallback_entry_s;
-  if (names_[parent].emplace(name).second) ++cached_;
+  Named& n = names_[parent];
+  if (n.names.emplace(name).second) ++cached_;
+  n.until = std::max(n.until, Until(lease_ms, stamp));
   ++counters_.long_timeouts;
   return Remaining(lease_ms, stamp, options_.fallback_entry_s);
 }
@@ -209,8 +243,14 @@ double LeaseCache::EntryTimeout(uint64_t parent, std::string_view name, uint32_t
 double LeaseCache::AttrTimeout(uint64_t ino, uint32_t lease_ms, const Stamp& stamp) {
   if (lease_ms == 0 || !enabled()) return options_.fallback_attr_s;
   std::lock_guard lock(mu_);
+  SweepLocked(Clock::now());
   if (epoch_ != stamp.epoch || cached_ >= options_.max_cached) return options_.fallback_attr_s;
-  if (attrs_.insert(ino).second) ++cached_;
+  auto [it, inserted] = attrs_.try_emplace(ino, Until(lease_ms, stamp));
+  if (inserted) {
+    ++cached_;
+  } else {
+    it->second = std::max(it->second, Until(lease_ms, stamp));
+  }
   ++counters_.long_timeouts;
   return Remaining(lease_ms, stamp, options_.fallback_attr_s);
 }
@@ -218,17 +258,17 @@ double LeaseCache::AttrTimeout(uint64_t ino, uint32_t lease_ms, const Stamp& sta
 uint64_t LeaseCache::QueueLocked(const std::vector<uint64_t>& dirs,
                                  const std::vector<uint64_t>& inos, bool all) {
   ++epoch_;
-  auto queue_dir = [this](uint64_t dir, std::unordered_set<std::string>& names) {
-    for (const std::string& n : names) queue_.push_back(Inval{dir, n, 0});
-    queued_seq_ += names.size();
-    cached_ -= names.size();
+  auto queue_dir = [this](uint64_t dir, Named& named) {
+    for (const std::string& n : named.names) queue_.push_back(Inval{dir, n, 0});
+    queued_seq_ += named.names.size();
+    cached_ -= named.names.size();
   };
   if (all) {
     complete_.clear();
     complete_names_ = 0;
     for (auto& [dir, names] : names_) queue_dir(dir, names);
     names_.clear();
-    for (uint64_t ino : attrs_) queue_.push_back(Inval{0, "", ino});
+    for (const auto& [ino, until] : attrs_) queue_.push_back(Inval{0, "", ino});
     queued_seq_ += attrs_.size();
     cached_ -= attrs_.size();
     attrs_.clear();

@@ -132,6 +132,8 @@ class LeaseCache {
   double Remaining(uint32_t lease_ms, const Stamp& stamp, double fallback) const;
   Clock::time_point Until(uint32_t lease_ms, const Stamp& stamp) const;
   void DropCompleteLocked(uint64_t dir);
+  // Forgets what expired leases covered (the kernel's timeouts ended with them).
+  void SweepLocked(Clock::time_point now);
   void RunInvalidations();
 
   Client* const client_;
@@ -145,8 +147,15 @@ class LeaseCache {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t epoch_ = 0;                                                  // GUARDED_BY(mu_)
-  std::unordered_map<uint64_t, std::unordered_set<std::string>> names_;  // GUARDED_BY(mu_)
-  std::unordered_set<uint64_t> attrs_;                                  // GUARDED_BY(mu_)
+  // What the kernel was given lease-long timeouts for, until when (the latest of them): a
+  // directory's names, and inodes' attributes. Swept once their leases ended.
+  struct Named {
+    std::unordered_set<std::string> names;
+    Clock::time_point until;
+  };
+  std::unordered_map<uint64_t, Named> names_;                           // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, Clock::time_point> attrs_;               // GUARDED_BY(mu_)
+  Clock::time_point next_sweep_{};                                      // GUARDED_BY(mu_)
   struct Complete {
     std::unordered_set<std::string> names;
     Clock::time_point until;  // the entry lease's end, as far as this mount may trust it
