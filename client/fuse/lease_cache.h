@@ -70,7 +70,8 @@ class LeaseCache {
   LeaseCache& operator=(const LeaseCache&) = delete;
 
   // Starts the callback server on the local address that reaches `mds` and registers it.
-  // On failure the mount runs without leases (short timeouts), which is logged.
+  // On failure the mount runs without leases (short timeouts), which is logged. se null:
+  // no kernel is told anything (a test of the bookkeeping).
   Status Start(fuse_session* se, const lnet::Nid& mds);
   void Stop();
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
