@@ -35,7 +35,7 @@ namespace {
 
 // Longer than the MDS's 3 s statfs timeout per OST, so a statfs that gives up on OST 1 the
 // way the MDS does returns while the link is still cut.
-constexpr int kCutMs = 7'000;
+constexpr int kCutMs = 5'000;
 
 // F_SETLK of the whole file by a child process (fcntl locks belong to processes): 0 or the
 // errno.
@@ -74,6 +74,8 @@ class MountOptionsTest : public ::testing::Test {
     o.osts_per_oss = 1;
     o.num_mounts = 2;
     o.mount = false;
+    // A fresh MDS holds new lock requests for one lease (its recovery window): keep it short.
+    o.mds_args = {"--client-lease-ms", "3000"};
     std::string why;
     if (NetnsUsable(&why)) {
       o.netns_oss = {1};
@@ -95,7 +97,9 @@ class MountOptionsTest : public ::testing::Test {
   }
   void TearDown() override {
     for (int m = 0; m < 2; ++m) {
-      if (cluster_->Mounted(m)) EXPECT_TRUE(cluster_->Unmount(m).ok());
+      if (cluster_->Mounted(m)) {
+        EXPECT_TRUE(cluster_->Unmount(m).ok());
+      }
     }
   }
 

@@ -27,6 +27,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -73,12 +74,6 @@ std::string ReadText(const std::string& path) {
 void WriteText(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());
   std::ofstream(path, std::ios::trunc) << text;
-}
-
-std::string Joined(const std::vector<std::string>& argv) {
-  std::string s;
-  for (const auto& a : argv) s += (s.empty() ? "" : " ") + a;
-  return s;
 }
 
 // One machine: a network namespace with one address, and a directory standing for its "/".
@@ -174,6 +169,7 @@ class MultiHostTest : public ::testing::Test {
       Host h{name, "10.213.0." + std::to_string(octet), "stria-mh" + id + "-" + name,
              dir_ + "/" + name};
       fs::create_directories(h.root + "/etc/stria");
+      fs::create_directories(h.root + "/srv/stria");  // the operator's mkdir -p /srv/stria
       fs::create_directories(h.root + "/var/log");
       fs::create_directories(h.Mnt());
       hosts_[name] = h;
@@ -330,10 +326,19 @@ class MultiHostTest : public ::testing::Test {
     daemons_.push_back(*pid);
   }
 
-  // `lctl dl` on client1 until the MGS lists both OSTs UP.
+  // `lctl dl` on client1 until the MGS lists both OSTs UP (a minute at most; a daemon that
+  // exits ends the wait).
   static Status WaitForOsts() {
     std::string last;
-    for (int i = 0; i < 300; ++i) {
+    const auto until = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < until) {
+      for (pid_t p : daemons_) {
+        int st = 0;
+        if (waitpid(p, &st, WNOHANG) == p) {
+          return Status(Code::kInternal, "daemon " + std::to_string(p) + " exited (status " +
+                                             std::to_string(st) + ")");
+        }
+      }
       CommandResult r = RunCommand(H("client1").In(
           {"/usr/bin/env", "STRIA_TOOL_TIMEOUT_MS=3000", BinPath("lctl"), "--key-file",
            H("client1").Key(), "--mgs", kMgsNid, "dl"}));
@@ -532,9 +537,9 @@ TEST_F(MultiHostTest, HostWithoutTheKeyIsRefusedAndServersKeepServing) {
 
   // Everyone with the key is still served.
   const auto data = Pattern(100'000, 21);
-  ASSERT_EQ(WriteFile(H("client2").Mnt() + "/after-refusals", data), 0);
+  ASSERT_EQ(WriteFile(H("client2").Mnt() + "/shared/after-refusals", data), 0);
   std::vector<uint8_t> got;
-  ASSERT_EQ(ReadFile(H("client1").Mnt() + "/after-refusals", &got), 0);
+  ASSERT_EQ(ReadFile(H("client1").Mnt() + "/shared/after-refusals", &got), 0);
   EXPECT_EQ(FirstDiff(got, data), -1);
 }
 

@@ -2,8 +2,8 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
-#include <initializer_list>
 #include <string_view>
 
 #include "client/fuse/mount_options.h"
@@ -21,7 +21,7 @@ struct KeyInfo {
   const char* option;  // the mount option it becomes
   Kind kind;
   bool global;         // also taken from [global]
-  std::initializer_list<std::string_view> words = {};  // kWord's values
+  std::array<std::string_view, 3> words = {};  // kWord's values
 };
 
 constexpr KeyInfo kKeys[] = {
@@ -39,7 +39,7 @@ constexpr KeyInfo kKeys[] = {
     {"o2ib_poll", "o2ib_poll", Kind::kFlag, true},
     {"allow_other", "allow_other", Kind::kNegatable, false},
     {"default_permissions", "default_permissions", Kind::kNegatable, false},
-    {"flock", "flock", Kind::kWord, false, {"flock", "localflock", "noflock"}},
+    {"flock", "flock", Kind::kWord, false, {{"flock", "localflock", "noflock"}}},
     {"user_xattr", "user_xattr", Kind::kNegatable, false},
     {"lazystatfs", "lazystatfs", Kind::kNegatable, false},
 };
@@ -79,6 +79,7 @@ Result<std::vector<std::string>> MountOptionsFromConfig(const ConfigFile& file) 
         bool known = false;
         std::string words;
         for (std::string_view w : k->words) {
+          if (w.empty()) continue;
           known |= e.values[0] == w;
           words += (words.empty() ? "" : ", ") + std::string(w);
         }

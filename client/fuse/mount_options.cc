@@ -59,8 +59,8 @@ bool IsPassedToFuse(std::string_view key, bool has_value) {
   static constexpr std::string_view kFlags[] = {
       "rw", "ro", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync",
       "dirsync", "atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime",
-      "strictatime", "nostrictatime", "lazytime", "nolazytime", "allow_root", "auto_unmount",
-      "blkdev"};
+      "strictatime", "nostrictatime", "lazytime", "nolazytime", "symfollow", "nosymfollow",
+      "allow_root", "auto_unmount"};
   static constexpr std::string_view kValued[] = {"fsname", "subtype", "max_read", "blksize",
                                                  "context", "fscontext", "defcontext",
                                                  "rootcontext"};
