@@ -512,7 +512,9 @@ TEST_F(MultiHostTest, HostWithoutTheKeyIsRefusedAndServersKeepServing) {
   // No key at all: mount(8)'s "mount failure".
   CommandResult r = Mount(rogue);
   EXPECT_EQ(r.exit_code, 32) << r.out << r.err;
-  EXPECT_NE(r.err.find("authentication failed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(std::string("MGS ") + kMgsNid + " refused us: EACCES: authentication failed"),
+            std::string::npos)
+      << r.err;
   // Another key.
   WriteText(rogue.Conf(), "[client]\nconnect_timeout = 5\nkey_file = \"" + rogue.root +
                               "/etc/stria/other.key\"\n");

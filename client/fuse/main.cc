@@ -126,8 +126,11 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
     probe.rpc.connect_timeout_ms = std::min(probe.rpc.connect_timeout_ms, probe.rpc.retry_deadline_ms);
     auto c = Client::Connect(probe);
     if (!c.ok()) {
+      // A refusal (the cluster key) is an answer, not silence.
+      const bool refused = c.status().code() == Code::kAccess;
       return Fail(a, "cannot mount " + a.device + ": MGS " + spec.mgs_nids[0].ToString() +
-                         " did not answer: " + c.status().ToString());
+                         (refused ? " refused us: " : " did not answer: ") +
+                         c.status().ToString());
     }
   }
   auto client = Client::Connect(cfg);
