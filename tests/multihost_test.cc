@@ -156,10 +156,15 @@ class MultiHostTest : public ::testing::Test {
       skip_ = why;
       return;
     }
+    if (access("/usr/bin/nsenter", X_OK) != 0) {
+      skip_ = "/usr/bin/nsenter (util-linux) is missing";
+      return;
+    }
     unsetenv("STRIA_KEY_FILE");  // every host has its own /etc/stria
     unsetenv("STRIA_CONFIG");
-    char tmpl[] = "/tmp/stria-multihost-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const char* tmp = getenv("TMPDIR");
+    std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/stria-multihost-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << tmpl << ": " << strerror(errno);
     dir_ = tmpl;
     const std::string id = std::to_string(getpid());
     switch_ns_ = "stria-mh" + id + "-switch";
