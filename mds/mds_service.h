@@ -26,6 +26,7 @@
 #include "lnet/rpc_server.h"
 #include "mds/client_sessions.h"
 #include "mds/destroy_queue.h"
+#include "mds/leases.h"
 #include "mds/namespace.h"
 #include "mds/squash.h"
 
@@ -47,6 +48,9 @@ struct MdsServiceOptions {
   // and MIGRATE BEGIN replies carry capabilities for the file's objects, and
   // OP_MDS_CAPA_RENEW is served. Null (no cluster key): none are made.
   std::shared_ptr<const lnet::CapaSigner> capa;
+  // Metadata leases (mds/leases.h): granted with LOOKUP, CREATE and GETATTR replies to
+  // registered clients, and revoked before every change is answered. Null: none.
+  std::shared_ptr<LeaseTable> leases;
 };
 
 class MdsService {
