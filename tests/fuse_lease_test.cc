@@ -1,7 +1,7 @@
 // Metadata leases (mds/leases.h, client/fuse/lease_cache.h) through two real mounts of one
 // cluster: what one mount changes is seen by the other at once, although the other keeps
 // names, absences and attributes in its kernel for the whole lease; those answer even while
-// the MDS does not; and a mount that stops answering revocations holds a change up once,
+// the MDS does not, as do absent names in a directory the mount made itself; and a mount that stops answering revocations holds a change up once,
 // loses its leases, and drops its cache when it comes back.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -143,12 +143,14 @@ TEST_F(LeaseTest, LeasedNamesAndAbsencesAnswerWhileTheMdsDoesNot) {
 
   // The MDS stops answering. A stat that needed it would wait; these must not.
   ASSERT_EQ(kill(g_cluster->mds_pid(), SIGSTOP), 0);
-  const std::string f = Q("fz/f"), none = Q("fz/none");
+  const std::string f = Q("fz/f"), none = Q("fz/none"), never = Q("fz/never");
   const pid_t child = fork();
   if (child == 0) {
     struct stat st {};
     if (lstat(f.c_str(), &st) != 0 || st.st_size != 777) _exit(1);
     if (lstat(none.c_str(), &st) == 0 || errno != ENOENT) _exit(2);
+    // Never looked up: mount 1 made fz/ and knows every name in it.
+    if (lstat(never.c_str(), &st) == 0 || errno != ENOENT) _exit(3);
     _exit(0);
   }
   int status = 0;
@@ -163,7 +165,8 @@ TEST_F(LeaseTest, LeasedNamesAndAbsencesAnswerWhileTheMdsDoesNot) {
   ASSERT_EQ(w, child);
   EXPECT_FALSE(waited) << "a stat waited for the frozen MDS";
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: wrong attributes, 2: the absence was not kept";
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: wrong attributes, 2: the absence was not kept, 3: the directory's names unknown";
 }
 
 TEST_F(LeaseTest, AMountThatStopsAnsweringLosesItsLeasesAndItsCache) {
@@ -188,6 +191,10 @@ TEST_F(LeaseTest, AMountThatStopsAnsweringLosesItsLeasesAndItsCache) {
   EXPECT_TRUE(Exists(Q("st/g")));
   EXPECT_NE(Slurp(g_cluster->mds_log()).find("lease revocation not answered"),
             std::string::npos);
+  CommandResult leases = RunCommand(
+      {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.md_leases"});
+  ASSERT_EQ(leases.exit_code, 0) << leases.err;
+  EXPECT_EQ(leases.out.find("revoke_failures: 0\n"), std::string::npos) << leases.out;
   EXPECT_GE(SecondsUntil(
                 [&] {
                   return Slurp(g_cluster->fuse_log(1)).find("metadata leases lost") !=
