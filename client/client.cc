@@ -200,17 +200,19 @@ class ClientImpl final : public Client, private OstTransport {
 
   std::string instance() const override { return config_.rpc.client_uuid.substr(0, 8); }
 
-  Result<std::vector<proto::OstStatfsReply>> OstStatfs() override {
+  Result<std::vector<proto::OstStatfsReply>> OstStatfs(bool wait_all) override {
     STRIA_ASSIGN_OR_RETURN(proto::FsConfig cfg, GetConfig(false));
     std::vector<uint32_t> idxs;
-    for (const auto& o : cfg.osts()) idxs.push_back(o.index());
+    for (const auto& o : cfg.osts()) {
+      if (!wait_all || o.active()) idxs.push_back(o.index());
+    }
     std::sort(idxs.begin(), idxs.end());
     idxs.erase(std::unique(idxs.begin(), idxs.end()), idxs.end());
     std::vector<proto::OstStatfsReply> replies(idxs.size());
     std::vector<char> got(idxs.size(), 0);
-    internal::ParallelFor(&pool_, idxs.size(), [&](size_t i) -> Status {
+    Status all = internal::ParallelFor(&pool_, idxs.size(), [&](size_t i) -> Status {
       auto rpc = Ost(idxs[i]);
-      if (!rpc.ok()) return Status::Ok();
+      if (!rpc.ok()) return wait_all ? rpc.status() : Status::Ok();
       proto::OstStatfsRequest req;
       req.set_ost_idx(idxs[i]);
       Status st = (*rpc)->Call(proto::OP_OST_STATFS, req, &replies[i]);
@@ -218,9 +220,11 @@ class ClientImpl final : public Client, private OstTransport {
         got[i] = 1;
       } else {
         LOG_DEBUG("statfs of OST{:04x}: {}", idxs[i], st.ToString());
+        if (wait_all) return st;
       }
       return Status::Ok();
-    }).IgnoreError();
+    });
+    if (wait_all) STRIA_RETURN_IF_ERROR(all);
     std::vector<proto::OstStatfsReply> out;
     for (size_t i = 0; i < idxs.size(); ++i) {
       if (got[i]) out.push_back(std::move(replies[i]));

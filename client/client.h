@@ -99,8 +99,10 @@ class Client {
   virtual Result<uint64_t> GlimpseSize(const proto::Layout& layout,
                                        OpenCapas* capas = nullptr) = 0;
 
-  // Per-OST usage (lfs df), in OST index order; an unreachable OST is skipped.
-  virtual Result<std::vector<proto::OstStatfsReply>> OstStatfs() = 0;
+  // Per-OST usage (lfs df), in OST index order; an unreachable OST is skipped. With
+  // `wait_all` (a nolazystatfs mount) only active OSTs are asked, each is resent to until it
+  // answers or the retry deadline passes, and the first error is returned instead.
+  virtual Result<std::vector<proto::OstStatfsReply>> OstStatfs(bool wait_all = false) = 0;
 
   // ---- statistics and tunables (client/osc_stats.h) ----
 

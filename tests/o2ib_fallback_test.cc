@@ -88,8 +88,9 @@ TEST_F(O2ibFallbackTest, EveryBinaryRefusesAnO2ibNidWithOneClearMessage) {
   ExpectOneClearMessage({BinPath("stria-oss"), "--mgs", "127.0.0.1@o2ib:1", "--ost",
                          "0:" + (dir_ / "ost0").string(), "--listen", "127.0.0.1@tcp:0"},
                         1);
+  // A mount exits with mount(8)'s "mount failure".
   ExpectOneClearMessage(
-      {BinPath("stria-fuse"), "127.0.0.1@o2ib:1:/o2fs", (dir_ / "mnt").string(), "-f"}, 1);
+      {BinPath("stria-fuse"), "127.0.0.1@o2ib:1:/o2fs", (dir_ / "mnt").string(), "-f"}, 32);
   ExpectOneClearMessage({BinPath("lctl"), "ping", "127.0.0.1@o2ib:1"}, ENODEV);
   // Nothing was formatted by the refused daemons.
   EXPECT_FALSE(fs::exists(dir_ / "mdt"));

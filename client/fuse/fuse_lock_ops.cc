@@ -7,6 +7,8 @@
 // with flock_release) drops its flock. A process killed by a signal closes its descriptors
 // too. A waiting F_SETLKW / blocking flock polls the MDS with backoff, and gives up with
 // EINTR when the kernel interrupts the request (a signal reached the waiter).
+// A noflock mount answers every lock request ENOSYS, as Lustre's; a localflock mount never
+// sees them (StriaFs::Init leaves them to the kernel).
 #include <fcntl.h>
 #include <sys/file.h>
 
@@ -64,8 +66,15 @@ Status StriaFs::LockWithWait(fuse_req_t req, const proto::LockRequest& lr, bool 
   }
 }
 
+namespace {
+
+Status NoFlock() { return Status(Code::kNoSys, "locks are off on this mount (noflock)"); }
+
+}  // namespace
+
 Status StriaFs::DoGetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
                         struct flock* lock) {
+  if (options_.locks == LockMode::kNone) return NoFlock();
   if (mds_session_ == nullptr) return Status(Code::kNoSys, "no MDS session for locks");
   proto::LockRequest lr;
   lr.set_ino(ino);
@@ -89,6 +98,7 @@ Status StriaFs::DoGetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
 
 Status StriaFs::DoSetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
                         const struct flock& lock, bool wait) {
+  if (options_.locks == LockMode::kNone) return NoFlock();
   proto::LockRequest lr;
   lr.set_ino(ino);
   lr.set_owner(fi->lock_owner);
@@ -101,6 +111,7 @@ Status StriaFs::DoSetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
 }
 
 Status StriaFs::DoFlock(fuse_req_t req, uint64_t ino, const fuse_file_info* fi, int op) {
+  if (options_.locks == LockMode::kNone) return NoFlock();
   proto::LockRequest lr;
   lr.set_ino(ino);
   lr.set_owner(fi->lock_owner);

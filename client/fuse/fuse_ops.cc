@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <linux/limits.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -56,9 +57,15 @@ void StriaFs::Init(fuse_conn_info* conn) {
   want(FUSE_CAP_READDIRPLUS);
   want(FUSE_CAP_READDIRPLUS_AUTO);
   want(FUSE_CAP_AUTO_INVAL_DATA);
-  // fcntl and flock locks go to the MDS (fuse_lock_ops.cc), so mounts exclude each other.
-  want(FUSE_CAP_POSIX_LOCKS);
-  want(FUSE_CAP_FLOCK_LOCKS);
+  // fcntl and flock locks go to the MDS (fuse_lock_ops.cc), so mounts exclude each other;
+  // noflock answers them ENOSYS there. localflock: without these the kernel keeps the locks
+  // itself, for this mount only (libfuse asks for them by default: clear them).
+  if (options_.locks == LockMode::kLocal) {
+    conn->want &= ~(FUSE_CAP_POSIX_LOCKS | FUSE_CAP_FLOCK_LOCKS);
+  } else {
+    want(FUSE_CAP_POSIX_LOCKS);
+    want(FUSE_CAP_FLOCK_LOCKS);
+  }
   // Off: writeback caching (close-to-open is ours), splice (no measured gain).
   conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
                   FUSE_CAP_SPLICE_MOVE);
@@ -355,6 +362,26 @@ Status StriaFs::DoReadlink(fuse_req_t req, uint64_t ino, std::string* target) {
 Status StriaFs::DoStatfs(fuse_req_t req, struct statvfs* out) {
   LliteOp counted(&llite_, kLlStatfs);
   STRIA_ASSIGN_OR_RETURN(proto::StatfsReply rep, md_.Statfs(Cred(req)));
+  if (!options_.lazy_statfs) {
+    // nolazystatfs: every active OST answers this client itself, however long that takes
+    // (resent up to the mount's timeout=); the MDS's sums skip OSTs that do not answer it.
+    STRIA_ASSIGN_OR_RETURN(std::vector<proto::OstStatfsReply> osts,
+                           client_->OstStatfs(/*wait_all=*/true));
+    const uint64_t bs = rep.bsize() ? rep.bsize() : 4096;
+    auto blocks = [bs](uint64_t n, uint64_t ost_bs) {
+      return static_cast<uint64_t>(static_cast<unsigned __int128>(n) * (ost_bs ? ost_bs : bs) / bs);
+    };
+    uint64_t b = 0, f = 0, a = 0;
+    for (const proto::OstStatfsReply& o : osts) {
+      b += blocks(o.blocks(), o.bsize());
+      f += blocks(o.bfree(), o.bsize());
+      a += blocks(o.bavail(), o.bsize());
+    }
+    rep.set_bsize(bs);
+    rep.set_blocks(b);
+    rep.set_bfree(f);
+    rep.set_bavail(a);
+  }
   std::memset(out, 0, sizeof(*out));
   out->f_bsize = rep.bsize() ? rep.bsize() : 4096;
   out->f_frsize = out->f_bsize;
@@ -397,6 +424,7 @@ Status StriaFs::DoSetxattr(fuse_req_t req, uint64_t ino, const char* name, const
     return SetLocalParam(req, rest.substr(4), std::string_view(value, size));
   }
   LliteOp counted(&llite_, kLlSetxattr);
+  STRIA_RETURN_IF_ERROR(CheckUserXattr(name));
   if (IsLovXattrName(name)) return SetLov(req, ino, std::string_view(value, size));
   Status st = md_.Setxattr(Cred(req), ino, name, std::string_view(value, size),
                       static_cast<uint32_t>(flags));
@@ -422,6 +450,7 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
     return Status::Ok();
   }
   LliteOp counted(&llite_, kLlGetxattr);
+  STRIA_RETURN_IF_ERROR(CheckUserXattr(name));
   if (IsLovXattrName(name)) {
     STRIA_ASSIGN_OR_RETURN(std::string lov, GetLov(req, ino));
     if (size == 0) {
@@ -450,8 +479,23 @@ Status StriaFs::DoGetxattr(fuse_req_t req, uint64_t ino, const char* name, size_
 Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::string* names,
                             size_t* full_size) {
   LliteOp counted(&llite_, kLlListxattr);
-  STRIA_ASSIGN_OR_RETURN(proto::XattrReply rep, md_.Listxattr(Cred(req), ino,
-                                                              static_cast<uint32_t>(size)));
+  // nouser_xattr: the user.* names are left out, so the list is read whole and filtered.
+  STRIA_ASSIGN_OR_RETURN(
+      proto::XattrReply rep,
+      md_.Listxattr(Cred(req), ino, options_.user_xattr ? static_cast<uint32_t>(size) : XATTR_LIST_MAX));
+  if (!options_.user_xattr) {
+    std::string kept;
+    const std::string& all = rep.value();
+    for (size_t pos = 0; pos < all.size();) {
+      size_t end = all.find('\0', pos);
+      if (end == std::string::npos) end = all.size();
+      const std::string_view one(all.data() + pos, end - pos);
+      if (!one.empty() && !one.starts_with("user.")) (kept += one) += '\0';
+      pos = end + 1;
+    }
+    rep.set_value(std::move(kept));
+    rep.set_size(static_cast<uint32_t>(rep.value().size()));
+  }
   const size_t n = std::max<size_t>(rep.size(), rep.value().size());
   if (size == 0) {
     *full_size = n;
@@ -465,9 +509,17 @@ Status StriaFs::DoListxattr(fuse_req_t req, uint64_t ino, size_t size, std::stri
 Status StriaFs::DoRemovexattr(fuse_req_t req, uint64_t ino, const char* name) {
   LliteOp counted(&llite_, kLlRemovexattr);
   if (name == kCapabilityXattr) return Status(Code::kNoData, "no such attribute");
+  STRIA_RETURN_IF_ERROR(CheckUserXattr(name));
   Status st = md_.Removexattr(Cred(req), ino, name);
   dir_attrs_.Drop(ino);
   return st;
+}
+
+Status StriaFs::CheckUserXattr(std::string_view name) const {
+  if (!options_.user_xattr && name.starts_with("user.")) {
+    return Status(Code::kNotSup, "user.* extended attributes are off on this mount (nouser_xattr)");
+  }
+  return Status::Ok();
 }
 
 Status StriaFs::DoAccess(fuse_req_t req, uint64_t ino, int mask) {

@@ -34,6 +34,7 @@
 #include "client/fuse/groups_cache.h"
 #include "client/fuse/jobid_cache.h"
 #include "client/fuse/llite_params.h"
+#include "client/fuse/mount_options.h"
 #include "client/fuse/inode_table.h"
 #include "client/fuse/lease_cache.h"
 #include "common/status.h"
@@ -49,6 +50,12 @@ struct FsOptions {
   uint32_t max_write = 1u << 20;      // bytes per FUSE write
   uint32_t max_readahead = 8u << 20;  // asked of the kernel (it may grant less)
   uint32_t max_background = 64;       // async requests (readahead) the kernel keeps in flight
+  // Mount options (client/fuse/mount_options.h): who serves fcntl/flock locks (the MDS, the
+  // kernel alone, or nobody: ENOSYS), whether user.* xattrs are allowed, and whether statfs
+  // waits for every OST (nolazystatfs) or takes the MDS's sums of those that answer.
+  LockMode locks = LockMode::kCluster;
+  bool user_xattr = true;
+  bool lazy_statfs = true;
 };
 
 class StriaFs {
@@ -176,6 +183,8 @@ class StriaFs {
   Status FetchDirPage(fuse_req_t req, DirHandle* dh, bool plus);
   // The layout as the lustre.lov xattr (client/lov_xattr.h): get, and set (directories).
   Result<std::string> GetLov(fuse_req_t req, uint64_t ino);
+  // EOPNOTSUPP for a user.* name on a nouser_xattr mount.
+  Status CheckUserXattr(std::string_view name) const;
   Status SetLov(fuse_req_t req, uint64_t ino, std::string_view value);
   // One lock request; with wait, retried with backoff while it conflicts (EINTR on signal).
   Status LockWithWait(fuse_req_t req, const proto::LockRequest& lr, bool wait);

@@ -10,7 +10,13 @@
 // and the mount exists (the daemon carries on in the background), so scripts may use the
 // mount point right away; a wrong DEVICE or an unreachable MGS fails with a message, exit 1.
 // The same main serves both names (argv[0] decides): mount.stria always backgrounds and its
-// -f means "fake" (check everything, mount nothing), as mount(8) helpers do.
+// -f means "fake" (check everything, mount nothing), and -s (sloppy) drops unknown options
+// with a warning instead of refusing them, as mount(8) helpers do.
+//
+// Exit status, mount(8)'s (both names): 0 mounted (or checked, with -f); 1 incorrect
+// invocation (arguments, DEVICE, the config file); 2 system error (fork, pipe); 32 mount
+// failure (the mount point, a bad or unknown -o option, the key, the MGS unreachable or
+// refusing, FUSE).
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -51,12 +57,18 @@ struct Args {
   std::string lnet_fallback;  // --lnet-fallback (the option lnet_fallback= does the same)
   std::string config;         // --config FILE ('' for none)
   bool config_given = false;
+  bool sloppy = false;        // mount.stria -s
   std::vector<std::string> options;
 };
 
-int Fail(const Args& a, const std::string& msg) {
+// mount(8)'s exit codes.
+constexpr int kExitUsage = 1;    // incorrect invocation or permissions
+constexpr int kExitSystem = 2;   // system error (out of memory, cannot fork)
+constexpr int kExitFailure = 32; // mount failure
+
+int Fail(const Args& a, const std::string& msg, int code = kExitFailure) {
   std::fprintf(stderr, "%s: %s\n", a.prog.c_str(), msg.c_str());
-  return 1;
+  return code;
 }
 
 // Raises the kernel readahead of the new mount (its bdi, /sys/class/bdi/MAJ:MIN) to `kb`
@@ -114,8 +126,11 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
     probe.rpc.connect_timeout_ms = std::min(probe.rpc.connect_timeout_ms, probe.rpc.retry_deadline_ms);
     auto c = Client::Connect(probe);
     if (!c.ok()) {
+      // A refusal (the cluster key) is an answer, not silence.
+      const bool refused = c.status().code() == Code::kAccess;
       return Fail(a, "cannot mount " + a.device + ": MGS " + spec.mgs_nids[0].ToString() +
-                         " did not answer: " + c.status().ToString());
+                         (refused ? " refused us: " : " did not answer: ") +
+                         c.status().ToString());
     }
   }
   auto client = Client::Connect(cfg);
@@ -124,6 +139,9 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   FsOptions fs_opts;
   // Without default_permissions the MDS alone checks access: no reuse of caller groups.
   if (!mo.default_permissions) fs_opts.groups_ttl_ms = 0;
+  fs_opts.locks = mo.locks;
+  fs_opts.user_xattr = mo.user_xattr;
+  fs_opts.lazy_statfs = mo.lazy_statfs;
   StriaFs fs(client->get(), fs_opts);
 
   const std::string opt_string = mo.FuseOptString();
@@ -150,7 +168,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   }
   if (fuse_set_signal_handlers(se) != 0) {
     fuse_session_destroy(se);
-    return Fail(a, "cannot install signal handlers");
+    return Fail(a, "cannot install signal handlers", kExitSystem);
   }
   if (fuse_session_mount(se, a.mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
@@ -236,8 +254,8 @@ int Main(int argc, char** argv) {
       "config file (default $STRIA_CONFIG, else /etc/stria/stria.conf if it exists; '' for "
       "none): its [client] and [global] mount options come before -o");
   if (as_mount_helper) {
-    bool sloppy = false, no_mtab = false;
-    app.add_flag("-s", sloppy, "tolerate unknown options (accepted for mount(8))");
+    bool no_mtab = false;
+    app.add_flag("-s", a.sloppy, "sloppy: drop unknown -o options with a warning");
     app.add_flag("-f", a.fake, "fake: check everything but do not mount");
     app.add_flag("-n", no_mtab, "do not write /etc/mtab (there is none)");
     app.add_flag("-v", a.verbose, "verbose");
@@ -248,24 +266,28 @@ int Main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; a bad command line is mount(8)'s "incorrect invocation".
+    return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   if (a.debug) a.foreground = true;
   a.config_given = config_opt->count() > 0;
 
   auto spec = ParseMountSpec(a.device);
-  if (!spec.ok()) return Fail(a, spec.status().message());
+  if (!spec.ok()) return Fail(a, spec.status().message(), kExitUsage);
+  auto from_config = LoadMountConfig(a.config, a.config_given);
+  if (!from_config.ok()) return Fail(a, from_config.status().message(), kExitUsage);
   struct stat st;
   if (stat(a.mountpoint.c_str(), &st) != 0) {
     return Fail(a, "mount point " + a.mountpoint + ": " + std::strerror(errno));
   }
   if (!S_ISDIR(st.st_mode)) return Fail(a, "mount point " + a.mountpoint + " is not a directory");
-  auto from_config = LoadMountConfig(a.config, a.config_given);
-  if (!from_config.ok()) return Fail(a, from_config.status().message());
   std::vector<std::string> options = std::move(*from_config);
   options.insert(options.end(), a.options.begin(), a.options.end());
-  auto mo = ParseMountOptions(options, a.device, geteuid() == 0);
+  auto mo = ParseMountOptions(options, a.device, geteuid() == 0, a.sloppy);
   if (!mo.ok()) return Fail(a, mo.status().message());
+  for (const std::string& o : mo->ignored) {
+    std::fprintf(stderr, "%s: ignoring unknown option '%s' (-s)\n", a.prog.c_str(), o.c_str());
+  }
   // The MGS NIDs must be reachable on some LND here: an o2ib NID without a device fails now,
   // with the one message, unless the fallback allows TCP.
   Status lnd = lnet::ConfigureLndsFromOptions(
@@ -279,9 +301,9 @@ int Main(int argc, char** argv) {
   // Background: the child mounts and serves; this process waits until the child says the
   // mount exists (exit 0) or the child fails (its exit status; it printed why).
   int fds[2];
-  if (pipe(fds) != 0) return Fail(a, std::string("pipe: ") + std::strerror(errno));
+  if (pipe(fds) != 0) return Fail(a, std::string("pipe: ") + std::strerror(errno), kExitSystem);
   const pid_t pid = fork();
-  if (pid < 0) return Fail(a, std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) return Fail(a, std::string("fork: ") + std::strerror(errno), kExitSystem);
   if (pid == 0) {
     close(fds[0]);
     setsid();

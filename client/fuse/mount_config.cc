@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
+#include <string_view>
 
 #include "client/fuse/mount_options.h"
 
@@ -10,13 +12,16 @@ namespace stria::client::fuse {
 
 namespace {
 
-enum class Kind { kValue, kFlag, kNegatable };
+// kValue: key = "v" is the option key=v; kFlag: key = true is the option key; kNegatable:
+// true/false are key/nokey; kWord: the value is the option itself, one of `words`.
+enum class Kind { kValue, kFlag, kNegatable, kWord };
 
 struct KeyInfo {
   const char* key;     // in the file
   const char* option;  // the mount option it becomes
   Kind kind;
   bool global;         // also taken from [global]
+  std::array<std::string_view, 3> words = {};  // kWord's values
 };
 
 constexpr KeyInfo kKeys[] = {
@@ -34,6 +39,9 @@ constexpr KeyInfo kKeys[] = {
     {"o2ib_poll", "o2ib_poll", Kind::kFlag, true},
     {"allow_other", "allow_other", Kind::kNegatable, false},
     {"default_permissions", "default_permissions", Kind::kNegatable, false},
+    {"flock", "flock", Kind::kWord, false, {{"flock", "localflock", "noflock"}}},
+    {"user_xattr", "user_xattr", Kind::kNegatable, false},
+    {"lazystatfs", "lazystatfs", Kind::kNegatable, false},
 };
 
 const KeyInfo* Find(const ConfigEntry& e) {
@@ -67,7 +75,19 @@ Result<std::vector<std::string>> MountOptionsFromConfig(const ConfigFile& file) 
                                         (e.key == "key_file" ? " (a mount uses one key file)" : ""));
       }
       std::string opt;
-      if (k->kind == Kind::kValue) {
+      if (k->kind == Kind::kWord) {
+        bool known = false;
+        std::string words;
+        for (std::string_view w : k->words) {
+          if (w.empty()) continue;
+          known |= e.values[0] == w;
+          words += (words.empty() ? "" : ", ") + std::string(w);
+        }
+        if (e.is_bool || !known) {
+          return Status(Code::kInval, where + e.key + " = " + e.values[0] + ": expected " + words);
+        }
+        opt = e.values[0];
+      } else if (k->kind == Kind::kValue) {
         if (e.is_bool) return Status(Code::kInval, where + e.key + ": expected a value, not true/false");
         opt = std::string(k->option) + "=" + e.values[0];
       } else {

@@ -64,6 +64,18 @@ TEST(MountConfigTest, BadEntriesNameFileAndLine) {
             std::string::npos);
 }
 
+TEST(MountConfigTest, LustreClientOptions) {
+  EXPECT_EQ(Options("[client]\nflock = \"localflock\"\nuser_xattr = false\nlazystatfs = false\n"),
+            (std::vector<std::string>{"localflock", "nouser_xattr", "nolazystatfs"}));
+  EXPECT_EQ(Options("[client]\nflock = \"noflock\"\nuser_xattr = true\n"),
+            (std::vector<std::string>{"noflock", "user_xattr"}));
+  EXPECT_NE(Error("[client]\nflock = \"io_threads=3\"\n")
+                .find(":2: flock = io_threads=3: expected flock, localflock, noflock"),
+            std::string::npos);
+  EXPECT_NE(Error("[client]\nflock = true\n").find(":2: flock = true: expected flock"),
+            std::string::npos);
+}
+
 TEST(MountConfigTest, NoFileNoOptions) {
   auto o = LoadMountConfig("", true);  // --config ''
   ASSERT_TRUE(o.ok());

@@ -1,6 +1,7 @@
 #include "client/fuse/mount_options.h"
 
 #include <charconv>
+#include <span>
 
 #include "common/log_config.h"
 
@@ -52,6 +53,25 @@ bool IsFstabOnly(std::string_view o) {
          o.starts_with("x-") || o.starts_with("comment=");
 }
 
+// Generic mount flags (mount(8), the kernel's MS_* flags) and libfuse's own mount options:
+// passed on to libfuse, which sets them on the mount.
+bool IsPassedToFuse(std::string_view key, bool has_value) {
+  static constexpr std::string_view kFlags[] = {
+      "rw", "ro", "suid", "nosuid", "dev", "nodev", "exec", "noexec", "async", "sync",
+      "dirsync", "atime", "noatime", "diratime", "nodiratime", "relatime", "norelatime",
+      "strictatime", "nostrictatime", "lazytime", "nolazytime", "symfollow", "nosymfollow",
+      "allow_root", "auto_unmount"};
+  static constexpr std::string_view kValued[] = {"fsname", "subtype", "max_read", "blksize",
+                                                 "context", "fscontext", "defcontext",
+                                                 "rootcontext"};
+  const std::span<const std::string_view> known =
+      has_value ? std::span<const std::string_view>(kValued) : std::span<const std::string_view>(kFlags);
+  for (std::string_view f : known) {
+    if (key == f) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string MountOptions::FuseOptString() const {
@@ -64,7 +84,7 @@ std::string MountOptions::FuseOptString() const {
 }
 
 Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_args,
-                                       std::string_view device, bool is_root) {
+                                       std::string_view device, bool is_root, bool sloppy) {
   MountOptions m;
   bool allow_other = is_root;
   bool have_fsname = false, have_subtype = false;
@@ -118,10 +138,24 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
         m.default_permissions = true;
       } else if (o == "nodefault_permissions") {
         m.default_permissions = false;
-      } else {
+      } else if (o == "flock") {
+        m.locks = LockMode::kCluster;
+      } else if (o == "localflock") {
+        m.locks = LockMode::kLocal;
+      } else if (o == "noflock") {
+        m.locks = LockMode::kNone;
+      } else if (o == "user_xattr" || o == "nouser_xattr") {
+        m.user_xattr = o == "user_xattr";
+      } else if (o == "lazystatfs" || o == "nolazystatfs") {
+        m.lazy_statfs = o == "lazystatfs";
+      } else if (IsPassedToFuse(key, eq != std::string::npos)) {
         have_fsname |= key == "fsname";
         have_subtype |= key == "subtype";
         m.fuse_opts.push_back(EscapeCommas(o));
+      } else if (sloppy) {
+        m.ignored.push_back(o);
+      } else {
+        return Status(Code::kInval, "unknown option '" + o + "', won't mount");
       }
     }
   }

@@ -3,7 +3,12 @@
 // fsname=DEVICE and subtype=stria (so /proc/mounts shows `DEVICE DIR fuse.stria`), and
 // allow_other when root mounts (unless noallow_other), default_permissions (unless
 // nodefault_permissions). fstab-only words (defaults, _netdev,
-// noauto, nofail, user, x-*, comment=...) are dropped.
+// noauto, nofail, user, x-*, comment=...) are dropped. Generic mount flags (ro, rw,
+// noatime, nosuid, nodev, noexec, sync, dirsync ...) and libfuse's own options (allow_root,
+// auto_unmount, max_read=, blksize=, fsname=, subtype=, *context=) go to libfuse. Any other
+// option is refused (EINVAL, "unknown option 'X', won't mount"), as Lustre's client refuses
+// what it does not know, unless the mount is sloppy (mount -s): then it is dropped and named
+// in `ignored`.
 //
 // Stria's options:
 //   io_threads=N        parallel stripe RPCs (libstria ClientConfig::io_threads), default 16
@@ -24,6 +29,18 @@
 //   noallow_other       do not add allow_other
 //   nodefault_permissions  leave permission checks to the MDS alone (cached dentries then
 //                       skip the search permission of directories)
+// Lustre's client options (mount.lustre, llite), with Lustre's meaning:
+//   flock               fcntl and flock locks coherent across every mount of the cluster
+//                       (the MDS's lock service, OP_MDS_LOCK) — the default
+//   localflock          locks local to this mount only: the kernel keeps them, the MDS never
+//                       hears of them (faster; wrong for applications locking across nodes)
+//   noflock             fcntl and flock locks fail with ENOSYS
+//   user_xattr          user.* extended attributes allowed — the default
+//   nouser_xattr        user.* attributes refused with EOPNOTSUPP and left out of listxattr
+//   lazystatfs          statfs(2) answers with the OSTs that reply (the MDS asks each with a
+//                       short timeout), never waiting for an unreachable one — the default
+//   nolazystatfs        statfs(2) asks every active OST itself and waits for each (up to
+//                       timeout=, then EIO): exact totals, blocked by an unreachable OST
 // Thread-safety: values.
 #pragma once
 
@@ -34,6 +51,9 @@
 #include "common/status.h"
 
 namespace stria::client::fuse {
+
+// How a mount serves fcntl/flock advisory locks (Lustre's flock, localflock, noflock).
+enum class LockMode { kCluster, kLocal, kNone };
 
 struct MountOptions {
   std::vector<std::string> fuse_opts;  // for libfuse, in order; commas in values escaped
@@ -49,14 +69,19 @@ struct MountOptions {
   std::string lnet_fallback;  // "tcp", "none" or empty (the process default)
   bool o2ib_poll = false;
   bool default_permissions = true;  // the kernel checks mode bits too
+  LockMode locks = LockMode::kCluster;
+  bool user_xattr = true;
+  bool lazy_statfs = true;
+  std::vector<std::string> ignored;  // unknown options dropped by a sloppy parse
 
   // "opt1,opt2,..." for libfuse's -o.
   std::string FuseOptString() const;
 };
 
 // `option_args` are the -o arguments as given (each possibly comma separated). EINVAL with
-// the offending option on a bad value.
+// the offending option on a bad value or an unknown option (unless `sloppy`).
 Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_args,
-                                       std::string_view device, bool is_root);
+                                       std::string_view device, bool is_root,
+                                       bool sloppy = false);
 
 }  // namespace stria::client::fuse

@@ -62,5 +62,50 @@ TEST(MountOptions, LnetFallbackAndO2ibPoll) {
   EXPECT_FALSE(ParseMountOptions({"lnet_fallback=udp"}, "a@o2ib:/fs", true).ok());
 }
 
+TEST(MountOptions, LustreClientOptions) {
+  auto d = ParseMountOptions({}, "a@tcp:/fs", true);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->locks, LockMode::kCluster);
+  EXPECT_TRUE(d->user_xattr);
+  EXPECT_TRUE(d->lazy_statfs);
+  auto m = ParseMountOptions({"localflock,nouser_xattr,nolazystatfs"}, "a@tcp:/fs", true);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_EQ(m->locks, LockMode::kLocal);
+  EXPECT_FALSE(m->user_xattr);
+  EXPECT_FALSE(m->lazy_statfs);
+  // None of them reaches libfuse (which would refuse them).
+  EXPECT_EQ(m->FuseOptString(), "fsname=a@tcp:/fs,subtype=stria,allow_other,default_permissions");
+  // The last one given wins, as mount(8) options do.
+  auto n = ParseMountOptions({"noflock,user_xattr,lazystatfs", "flock"}, "a@tcp:/fs", true);
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(n->locks, LockMode::kCluster);
+  EXPECT_TRUE(n->user_xattr);
+  EXPECT_TRUE(n->lazy_statfs);
+  auto none = ParseMountOptions({"flock,noflock"}, "a@tcp:/fs", true);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->locks, LockMode::kNone);
+}
+
+TEST(MountOptions, UnknownOptionsAreRefusedUnlessSloppy) {
+  auto m = ParseMountOptions({"noatime,acl"}, "a@tcp:/fs", true);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), Code::kInval);
+  EXPECT_EQ(m.status().message(), "unknown option 'acl', won't mount");
+  EXPECT_FALSE(ParseMountOptions({"flocks"}, "a@tcp:/fs", true).ok());
+  EXPECT_FALSE(ParseMountOptions({"io_thread=3"}, "a@tcp:/fs", true).ok());
+  EXPECT_FALSE(ParseMountOptions({"noatime=1"}, "a@tcp:/fs", true).ok());  // a flag, not a value
+  auto s = ParseMountOptions({"noatime,acl,mystery=1"}, "a@tcp:/fs", true, /*sloppy=*/true);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->ignored, (std::vector<std::string>{"acl", "mystery=1"}));
+  EXPECT_EQ(s->FuseOptString(), "noatime,fsname=a@tcp:/fs,subtype=stria,allow_other,default_permissions");
+  // Generic mount flags and libfuse's options are passed on.
+  auto g = ParseMountOptions({"ro,nosuid,nodev,noexec,sync,dirsync,relatime,auto_unmount,max_read=65536"},
+                             "a@tcp:/fs", false);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->FuseOptString(),
+            "ro,nosuid,nodev,noexec,sync,dirsync,relatime,auto_unmount,max_read=65536,"
+            "fsname=a@tcp:/fs,subtype=stria,default_permissions");
+}
+
 }  // namespace
 }  // namespace stria::client::fuse

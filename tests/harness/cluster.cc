@@ -167,6 +167,10 @@ std::string BusyReport(const std::string& mnt) {
 
 }  // namespace
 
+Result<pid_t> SpawnLogged(const std::vector<std::string>& argv, const std::string& log) {
+  return Spawn(argv, log);
+}
+
 std::string BinPath(std::string_view name) {
   const char* env = getenv("STRIA_BIN_DIR");
   std::string dir = env && *env ? env : STRIA_BIN_DIR;

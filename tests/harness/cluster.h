@@ -77,6 +77,10 @@ struct CommandResult {
 // Runs argv (argv[0] is a path) with the given stdin text, captures stdout and stderr.
 CommandResult RunCommand(const std::vector<std::string>& argv, std::string_view input = {});
 
+// Forks and execs argv (argv[0] is a path) with stdin from /dev/null and stdout+stderr
+// appended to `log`; the child gets SIGKILL when this process dies (PR_SET_PDEATHSIG).
+Result<pid_t> SpawnLogged(const std::vector<std::string>& argv, const std::string& log);
+
 // True when this process may create network namespaces and veth pairs (root, iproute2, a
 // kernel with netns and veth). `why` says what failed.
 bool NetnsUsable(std::string* why);

@@ -1,0 +1,294 @@
+// Lustre's client mount options through real mounts (client/fuse/mount_options.h), each
+// shown to take effect, and mount.stria's exit codes (mount(8)'s).
+//   flock        (the default) fcntl and flock locks exclude each other across mounts
+//   localflock   locks work within one mount but another mount never sees them
+//   noflock      flock(2), F_SETLK and F_GETLK fail with ENOSYS
+//   nouser_xattr user.* get/set/remove fail with EOPNOTSUPP and listxattr leaves them out,
+//                while a user_xattr mount of the same file sees them
+//   lazystatfs / nolazystatfs  with the link to OSS 1 cut (it runs in a network namespace):
+//                a lazystatfs mount answers statfs with OST 0's space alone, while a
+//                nolazystatfs mount's statfs waits and answers both OSTs' once it is healed
+//   unknown options are refused as Lustre's client refuses them ("won't mount"), or dropped
+//                with a warning under mount -s
+// Skips (with the reason) where there is no /dev/fuse, or, for the statfs test only, where
+// `ip netns` cannot be used.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/harness/cluster.h"
+#include "tests/harness/test_util.h"
+
+namespace stria::testing {
+namespace {
+
+// Longer than the MDS's 3 s statfs timeout per OST, so a statfs that gives up on OST 1 the
+// way the MDS does returns while the link is still cut.
+constexpr int kCutMs = 5'000;
+
+// F_SETLK of the whole file by a child process (fcntl locks belong to processes): 0 or the
+// errno.
+int ChildSetlk(const std::string& path) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(path.c_str(), O_RDWR);
+    if (fd < 0) _exit(100);
+    struct flock fl {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    _exit(fcntl(fd, F_SETLK, &fl) == 0 ? 0 : errno);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 200;
+}
+
+int Setlk(int fd, short type) {  // NOLINT(runtime/int)
+  struct flock fl {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  return fcntl(fd, F_SETLK, &fl) == 0 ? 0 : errno;
+}
+
+int Flock(int fd, int op) { return flock(fd, op) == 0 ? 0 : errno; }
+
+class MountOptionsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!HaveFuse()) return;
+    ClusterOptions o;
+    o.tag = "mntopts";
+    o.fsname = "optfs";
+    o.num_oss = 2;
+    o.osts_per_oss = 1;
+    o.num_mounts = 2;
+    o.mount = false;
+    // A fresh MDS holds new lock requests for one lease (its recovery window): keep it short.
+    o.mds_args = {"--client-lease-ms", "3000"};
+    std::string why;
+    if (NetnsUsable(&why)) {
+      o.netns_oss = {1};
+    } else {
+      netns_why_ = why;
+    }
+    cluster_ = new Cluster(o);
+    Status st = cluster_->Start();
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+
+  void SetUp() override {
+    if (!HaveFuse()) GTEST_SKIP() << "no /dev/fuse on this machine";
+    ASSERT_NE(cluster_, nullptr);
+  }
+  void TearDown() override {
+    for (int m = 0; m < 2; ++m) {
+      if (cluster_->Mounted(m)) {
+        EXPECT_TRUE(cluster_->Unmount(m).ok());
+      }
+    }
+  }
+
+  static std::string P(int m, const std::string& rel) {
+    return cluster_->mount_point(m) + "/" + rel;
+  }
+  // Opens `name` (created by mount 0) on mount m.
+  static int Open(int m, const std::string& name) {
+    const int fd = open(P(m, name).c_str(), O_RDWR | O_CREAT, 0644);
+    EXPECT_GE(fd, 0) << P(m, name) << ": " << strerror(errno);
+    return fd;
+  }
+
+  static inline Cluster* cluster_ = nullptr;
+  static inline std::string netns_why_;
+};
+
+TEST_F(MountOptionsTest, FlockLocksAreCoherentAcrossMounts) {
+  ASSERT_TRUE(cluster_->Mount(0, {"flock"}).ok());
+  ASSERT_TRUE(cluster_->Mount(1).ok());  // the default is flock
+  const int a = Open(0, "coherent");
+  const int b = Open(1, "coherent");
+  ASSERT_EQ(Flock(a, LOCK_EX), 0);
+  EXPECT_EQ(Flock(b, LOCK_EX | LOCK_NB), EWOULDBLOCK) << "flock not seen by the other mount";
+  ASSERT_EQ(Flock(a, LOCK_UN), 0);
+  EXPECT_EQ(Flock(b, LOCK_EX | LOCK_NB), 0);
+  ASSERT_EQ(Setlk(a, F_WRLCK), 0);
+  EXPECT_EQ(Setlk(b, F_WRLCK), EAGAIN) << "fcntl lock not seen by the other mount";
+  close(a);
+  close(b);
+}
+
+TEST_F(MountOptionsTest, LocalflockLocksStayOnTheirMount) {
+  ASSERT_TRUE(cluster_->Mount(0, {"localflock"}).ok());
+  ASSERT_TRUE(cluster_->Mount(1, {"localflock"}).ok());
+  const int a = Open(0, "local");
+  const int a2 = Open(0, "local");
+  const int b = Open(1, "local");
+  ASSERT_EQ(Flock(a, LOCK_EX), 0);
+  // Within the mount, locks work: another open file description waits ...
+  EXPECT_EQ(Flock(a2, LOCK_EX | LOCK_NB), EWOULDBLOCK);
+  // ... but the other mount (another node) never hears of them.
+  EXPECT_EQ(Flock(b, LOCK_EX | LOCK_NB), 0) << "a localflock lock reached the cluster";
+  ASSERT_EQ(Setlk(a, F_WRLCK), 0);
+  EXPECT_EQ(ChildSetlk(P(0, "local")), EAGAIN) << "fcntl locks do not work within the mount";
+  EXPECT_EQ(ChildSetlk(P(1, "local")), 0) << "a localflock fcntl lock reached the cluster";
+  close(a);
+  close(a2);
+  close(b);
+}
+
+TEST_F(MountOptionsTest, NoflockFailsLocksWithEnosys) {
+  ASSERT_TRUE(cluster_->Mount(0, {"noflock"}).ok());
+  ASSERT_TRUE(cluster_->Mount(1).ok());
+  const int a = Open(0, "nolocks");
+  EXPECT_EQ(Flock(a, LOCK_EX), ENOSYS);
+  EXPECT_EQ(Flock(a, LOCK_SH | LOCK_NB), ENOSYS);
+  EXPECT_EQ(Setlk(a, F_WRLCK), ENOSYS);
+  struct flock fl {};
+  fl.l_type = F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  EXPECT_EQ(fcntl(a, F_GETLK, &fl), -1);
+  EXPECT_EQ(errno, ENOSYS);
+  // The same file on a mount with locks: they work, and nothing was left held.
+  const int b = Open(1, "nolocks");
+  EXPECT_EQ(Flock(b, LOCK_EX | LOCK_NB), 0);
+  EXPECT_EQ(Setlk(b, F_WRLCK), 0);
+  close(a);
+  close(b);
+}
+
+TEST_F(MountOptionsTest, NouserXattrRefusesUserAttributes) {
+  ASSERT_TRUE(cluster_->Mount(0, {"user_xattr"}).ok());
+  ASSERT_TRUE(cluster_->Mount(1, {"nouser_xattr"}).ok());
+  const int fd = Open(0, "attrs");
+  ASSERT_GE(fd, 0);
+  close(fd);
+  const std::string f0 = P(0, "attrs"), f1 = P(1, "attrs");
+  ASSERT_EQ(setxattr(f0.c_str(), "user.color", "blue", 4, 0), 0) << strerror(errno);
+  ASSERT_EQ(setxattr(f0.c_str(), "trusted.origin", "mount0", 6, 0), 0) << strerror(errno);
+  char buf[256];
+  EXPECT_EQ(getxattr(f0.c_str(), "user.color", buf, sizeof(buf)), 4);
+
+  EXPECT_EQ(getxattr(f1.c_str(), "user.color", buf, sizeof(buf)), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(setxattr(f1.c_str(), "user.size", "big", 3, 0), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(removexattr(f1.c_str(), "user.color"), -1);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  // Other namespaces still work there.
+  ASSERT_EQ(getxattr(f1.c_str(), "trusted.origin", buf, sizeof(buf)), 6) << strerror(errno);
+  EXPECT_EQ(std::string(buf, 6), "mount0");
+  // listxattr leaves user.* out, and its size query agrees.
+  const ssize_t need = listxattr(f1.c_str(), nullptr, 0);
+  const ssize_t n = listxattr(f1.c_str(), buf, sizeof(buf));
+  ASSERT_GT(n, 0) << strerror(errno);
+  EXPECT_EQ(need, n);
+  const std::string names1(buf, n);
+  EXPECT_EQ(names1.find("user."), std::string::npos) << names1;
+  EXPECT_NE(names1.find("trusted.origin"), std::string::npos) << names1;
+  const ssize_t n0 = listxattr(f0.c_str(), buf, sizeof(buf));
+  ASSERT_GT(n0, 0);
+  EXPECT_NE(std::string(buf, n0).find("user.color"), std::string::npos);
+  // Nothing changed behind the user_xattr mount's back.
+  EXPECT_EQ(getxattr(f0.c_str(), "user.color", buf, sizeof(buf)), 4);
+  EXPECT_EQ(getxattr(f0.c_str(), "user.size", buf, sizeof(buf)), -1);
+  EXPECT_EQ(errno, ENODATA);
+}
+
+TEST_F(MountOptionsTest, LazystatfsDoesNotWaitForAnUnreachableOst) {
+  if (!netns_why_.empty()) GTEST_SKIP() << netns_why_;
+  ASSERT_TRUE(cluster_->Mount(0, {"lazystatfs"}).ok());
+  ASSERT_TRUE(cluster_->Mount(1, {"nolazystatfs"}).ok());
+  struct statvfs full0 {}, full1 {};
+  ASSERT_EQ(statvfs(cluster_->mount_point(0).c_str(), &full0), 0) << strerror(errno);
+  ASSERT_EQ(statvfs(cluster_->mount_point(1).c_str(), &full1), 0) << strerror(errno);
+  // Both OSTs' space (both directories are on this host's disk: the same f_blocks each).
+  EXPECT_EQ(full0.f_blocks, full1.f_blocks);
+  ASSERT_GT(full0.f_blocks, 0u);
+
+  ASSERT_TRUE(cluster_->CutOss(1).ok());
+  struct statvfs strict {};
+  int strict_rc = -1;
+  std::thread waiter([&] {
+    strict_rc = statvfs(cluster_->mount_point(1).c_str(), &strict) == 0 ? 0 : errno;
+  });
+  struct statvfs lazy {};
+  const int lazy_rc = statvfs(cluster_->mount_point(0).c_str(), &lazy) == 0 ? 0 : errno;
+  // The link stays cut well past any short timeout; a statfs that gave up on OST 1 has
+  // returned by now without its space, one that waits answers with it after the heal.
+  std::this_thread::sleep_for(std::chrono::milliseconds(kCutMs));
+  ASSERT_TRUE(cluster_->HealOss(1).ok());
+  waiter.join();
+
+  ASSERT_EQ(lazy_rc, 0) << strerror(lazy_rc);
+  EXPECT_LT(lazy.f_blocks, full0.f_blocks) << "lazystatfs counted the unreachable OST";
+  EXPECT_GT(lazy.f_blocks, 0u) << "lazystatfs lost the reachable OST too";
+  ASSERT_EQ(strict_rc, 0) << strerror(strict_rc);
+  EXPECT_EQ(strict.f_blocks, full1.f_blocks)
+      << "nolazystatfs answered without the unreachable OST instead of waiting for it";
+}
+
+// mount.stria: mount(8)'s exit codes, unknown options as Lustre's client, -s, -f, and a
+// real background mount whose option takes effect.
+TEST_F(MountOptionsTest, MountHelperExitCodesAndOptions) {
+  const std::string helper = BinPath("mount.stria");
+  const std::string dev = cluster_->device();
+  const std::string mnt = cluster_->mount_point(1);
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), helper);
+    return RunCommand(args);
+  };
+  CommandResult r = run({});
+  EXPECT_EQ(r.exit_code, 1) << "no arguments: incorrect invocation\n" << r.err;
+  r = run({"--bogus-flag", dev, mnt});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  r = run({"not-a-device", mnt});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  r = run({"--config", "/nonexistent/stria.conf", dev, mnt});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  r = run({dev, cluster_->dir() + "/no-such-dir"});
+  EXPECT_EQ(r.exit_code, 32) << "a missing mount point is a mount failure\n" << r.err;
+  r = run({dev, mnt, "-o", "noatime,acl"});
+  EXPECT_EQ(r.exit_code, 32) << r.err;
+  EXPECT_NE(r.err.find("unknown option 'acl', won't mount"), std::string::npos) << r.err;
+  r = run({dev, mnt, "-o", "io_threads=0"});
+  EXPECT_EQ(r.exit_code, 32) << r.err;
+  r = run({"127.0.0.1@tcp:1:/optfs", mnt, "-o", "connect_timeout=1"});
+  EXPECT_EQ(r.exit_code, 32) << "an MGS that does not answer\n" << r.err;
+  EXPECT_NE(r.err.find("did not answer"), std::string::npos) << r.err;
+  // -f checks and mounts nothing; -s drops unknown options with a warning.
+  r = run({"-f", dev, mnt, "-o", "localflock,nouser_xattr,nolazystatfs,_netdev"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = run({"-f", "-s", dev, mnt, "-o", "acl,flock"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ignoring unknown option 'acl'"), std::string::npos) << r.err;
+  EXPECT_FALSE(cluster_->Mounted(1));
+
+  // A real mount, as mount(8) runs it for an fstab line with noflock: it returns once
+  // mounted, in the background, and the option holds.
+  r = run({dev, mnt, "-o", "rw,_netdev,noflock,log=" + cluster_->dir() + "/logs/helper.log"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(cluster_->Mounted(1));
+  const int fd = Open(1, "helper-mounted");
+  EXPECT_EQ(Flock(fd, LOCK_EX), ENOSYS);
+  close(fd);
+  CommandResult u = RunCommand({"/usr/bin/fusermount3", "-u", mnt});
+  EXPECT_EQ(u.exit_code, 0) << u.err;
+}
+
+}  // namespace
+}  // namespace stria::testing
