@@ -33,6 +33,7 @@
 #include "lnet/stats_service.h"
 #include "mds/destroy_queue.h"
 #include "mds/lnet_ost_gateway.h"
+#include "mds/mirror_resync.h"
 #include "mds/internal/power_loss_fs.h"
 #include "mds/mds_service.h"
 #include "mds/namespace.h"
@@ -216,6 +217,9 @@ int main(int argc, char** argv) {
   // reported at close, destroy queue bookkeeping) within a second.
   (*ns)->StartCommitter(commit_interval_ms > 0 ? commit_interval_ms : 1000);
   stria::mds::DestroyQueue queue(ns->get(), &gateway);
+  // Copies good bytes into stale mirrors, by itself once their OSTs are back.
+  stria::mds::MirrorResync resync(ns->get(), &gateway);
+  service_options.resync = &resync;
 
   stria::lnet::ServerOptions sopts;
   sopts.name = "stria-mds";
@@ -242,6 +246,7 @@ int main(int argc, char** argv) {
   }
   queue.Start();
   sessions.Start();
+  resync.Start();
   stria::MetricsServer metrics;
   if (!metrics_addr.empty()) {
     st = metrics.Start(metrics_addr, [&service, &server] {
@@ -273,6 +278,7 @@ int main(int argc, char** argv) {
   metrics.Stop();
   server.Stop();
   sessions.Stop();
+  resync.Stop();
   queue.Stop();
   ns->reset();  // closes RocksDB
   LOG_INFO("stopped");

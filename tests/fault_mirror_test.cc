@@ -1,0 +1,263 @@
+// Mirrored files (lfs mirror create -N2) over two OSS processes, through a real mount, with
+// real faults:
+//   1. kill -9 of one OSS during a stream of write+fsync+rename checkpoints: no call fails,
+//      every acknowledged file reads back exact while the OSS is down, the files written
+//      then show a stale mirror (lfs getstripe, lfs mirror verify, lctl get_param), and
+//      after the OSS is restarted the MDS resyncs them by itself until lfs mirror verify
+//      finds every file's mirrors identical;
+//   2. a bit flipped in one mirror's object on disk: reads return the right bytes, the
+//      damage is reported and repaired from the other mirror, and lctl scrub then finds
+//      nothing;
+//   3. both OSSes killed: a write+fsync to a mirrored file fails as one to an unmirrored file
+//      does (EIO after the mount's timeout), and every file acknowledged before reads back
+//      exact once they return.
+// The writers are child processes: the test process holds no file open in the mount while it
+// forks daemons (tests/harness/cluster.h). Waits for the background resync poll with a
+// generous bound; nothing asserts on how long anything took.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/client.h"
+#include "proto/layout_mirrors.h"
+#include "tests/harness/client_util.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/test_util.h"
+
+namespace stria::testing {
+namespace {
+
+constexpr int kFiles = 12;   // checkpoints in the stream
+constexpr int kKillAt = 3;   // OSS 1 dies after this many are acknowledged
+constexpr int kWaitS = 90;   // bound on waiting for the background resync
+
+// What the writer child shares with the test: progress and the first failure.
+struct Shared {
+  std::atomic<int> acked{0};   // checkpoints whose write, fsync, close and rename returned 0
+  std::atomic<int> killed{0};  // the test killed the OSS
+  std::atomic<int> err{0};     // errno of the first failure
+  std::atomic<int> step{-1};   // the checkpoint it failed on
+  std::atomic<int> errs[2];    // test 3: errnos of the mirrored and unmirrored writes
+};
+
+std::vector<uint8_t> Checkpoint(int i) { return Pattern(300'000 + 4'099 * i, 100 + i); }
+
+class MirrorFaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!HaveFuse()) GTEST_SKIP() << "no /dev/fuse on this machine";
+    ClusterOptions o;
+    o.tag = "mirror";
+    o.fsname = "mirrorfs";
+    o.num_oss = 2;
+    o.osts_per_oss = 1;
+    o.num_mounts = 2;
+    o.fuse_options = {"mirror_timeout=1"};
+    Status st = StartWithClient(o, &cluster_, &client_);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                     -1, 0);
+    ASSERT_NE(mem, MAP_FAILED);
+    shared_ = new (mem) Shared();
+  }
+  void TearDown() override {
+    if (shared_ != nullptr) munmap(shared_, sizeof(Shared));
+  }
+
+  std::string P(const std::string& rel, int m = 0) const {
+    return cluster_->mount_point(m) + "/" + rel;
+  }
+  static CommandResult Lfs(std::vector<std::string> args) {
+    args.insert(args.begin(), BinPath("lfs"));
+    return RunCommand(args);
+  }
+  CommandResult Lctl(std::vector<std::string> args) const {
+    args.insert(args.begin(), {BinPath("lctl"), "--mgs", cluster_->mgs_nid()});
+    return RunCommand(args);
+  }
+  std::string ResyncParam() const {
+    return Lctl({"get_param", "-n", "mdt.*.mirror_resync"}).out;
+  }
+  // Polls `done` every 200 ms for at most kWaitS seconds.
+  static bool WaitFor(const std::function<bool()>& done) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(kWaitS);
+    while (std::chrono::steady_clock::now() < end) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    return done();
+  }
+  // Runs fn in a child process and waits for it; its exit status.
+  static int InChild(const std::function<int()>& fn) {
+    const pid_t pid = fork();
+    if (pid == 0) _exit(fn());
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<client::Client> client_;
+  Shared* shared_ = nullptr;
+};
+
+TEST_F(MirrorFaultTest, KillingOneOssLosesNothingAndTheMirrorsResyncByThemselves) {
+  ASSERT_EQ(mkdir(P("ckpt").c_str(), 0755), 0);
+  CommandResult r = Lfs({"mirror", "create", "-N2", "-S", "1M", P("ckpt")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The checkpoint stream: write, fsync, close, rename; every call must succeed.
+  Shared* sh = shared_;
+  const std::string dir = P("ckpt");
+  const pid_t writer = fork();
+  ASSERT_GE(writer, 0);
+  if (writer == 0) {
+    for (int i = 0; i < kFiles; ++i) {
+      while (i == kKillAt && sh->killed.load() == 0) usleep(10'000);
+      const std::string tmp = dir + "/.tmp." + std::to_string(i);
+      int e = WriteFile(tmp, Checkpoint(i), 64 << 10, /*fsync_it=*/true);
+      if (e == 0 && rename(tmp.c_str(), (dir + "/step." + std::to_string(i)).c_str()) != 0) {
+        e = errno;
+      }
+      if (e != 0) {
+        sh->err = e;
+        sh->step = i;
+        _exit(1);
+      }
+      sh->acked = i + 1;
+    }
+    _exit(0);
+  }
+  while (sh->acked.load() < kKillAt) usleep(10'000);
+  ASSERT_TRUE(cluster_->KillOss(1, SIGKILL).ok());
+  sh->killed = 1;
+  int status = 0;
+  waitpid(writer, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "checkpoint " << sh->step.load() << " failed with one mirror's OSS down: "
+      << strerror(sh->err.load());
+  ASSERT_EQ(sh->acked.load(), kFiles);
+
+  // While OSS 1 is down: every acknowledged checkpoint reads back exact.
+  for (int i = 0; i < kFiles; ++i) {
+    std::vector<uint8_t> got;
+    ASSERT_EQ(ReadFile(P("ckpt/step." + std::to_string(i)), &got), 0) << i;
+    EXPECT_EQ(FirstDiff(got, Checkpoint(i)), -1) << "checkpoint " << i;
+  }
+  // The degraded state is visible: a stale mirror, a file lfs mirror verify calls unhealthy,
+  // and the MDS's resync list.
+  const std::string last = P("ckpt/step." + std::to_string(kFiles - 1));
+  r = Lfs({"getstripe", last});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("lcm_mirror_count:  2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("stale"), std::string::npos) << r.out;
+  r = Lfs({"mirror", "verify", last});
+  EXPECT_NE(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("is stale"), std::string::npos) << r.out;
+  EXPECT_EQ(ResyncParam().find("stale_files: 0"), std::string::npos) << ResyncParam();
+  r = Lfs({"find", P("ckpt"), "--mirror-state", "wp"});
+  EXPECT_NE(r.out.find("step." + std::to_string(kFiles - 1)), std::string::npos) << r.out;
+
+  // OSS 1 comes back: the MDS resyncs every stale range by itself.
+  ASSERT_TRUE(cluster_->StartOss(1).ok());
+  ASSERT_TRUE(cluster_->WaitForOsts().ok());
+  std::vector<std::string> files;
+  for (int i = 0; i < kFiles; ++i) files.push_back(P("ckpt/step." + std::to_string(i)));
+  std::vector<std::string> verify = {"mirror", "verify"};
+  verify.insert(verify.end(), files.begin(), files.end());
+  const bool synced = WaitFor([&] { return Lfs(verify).exit_code == 0; });
+  r = Lfs(verify);
+  EXPECT_TRUE(synced) << "the mirrors were not resynced:\n" << r.out << r.err << "\n"
+                      << ResyncParam();
+  EXPECT_NE(ResyncParam().find("stale_files: 0"), std::string::npos) << ResyncParam();
+  r = Lfs({"find", P("ckpt"), "--mirror-state", "ro", "--mirror-count", "2"});
+  for (int i = 0; i < kFiles; ++i) {
+    EXPECT_NE(r.out.find("step." + std::to_string(i) + "\n"), std::string::npos) << r.out;
+  }
+  // Mirror 2 (the one that was down for the later files) holds every byte now.
+  for (int i = kKillAt; i < kFiles; ++i) {
+    r = Lfs({"mirror", "read", "--mirror-id", "2", files[i]});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::vector<uint8_t> want = Checkpoint(i);
+    EXPECT_EQ(r.out, std::string(want.begin(), want.end())) << "mirror 2 of checkpoint " << i;
+  }
+}
+
+TEST_F(MirrorFaultTest, AFlippedBitIsReadAroundRepairedAndScrubbedClean) {
+  ASSERT_EQ(mkdir(P("m").c_str(), 0755), 0);
+  CommandResult r = Lfs({"mirror", "create", "-N2", "-S", "1M", P("m")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<uint8_t> data = Pattern((1 << 20) + 12'345, 7);
+  ASSERT_EQ(WriteFile(P("m/victim"), data, 1 << 20, /*fsync_it=*/true), 0);
+  // Damage mirror 1's object, which serves the file's first MiB.
+  auto e = Resolve(*client_, "/m/victim");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_EQ(MirrorCount(e->layout()), 2u);
+  const proto::StripeObject obj = MirrorView(e->layout(), 1).components(0).layout().objects(0);
+  ASSERT_EQ(FlipBit(ObjectFilePath(cluster_->ost_dir(obj.ost_idx()), obj.object_id()), 200'000),
+            0);
+  ASSERT_TRUE(cluster_->Remount().ok());  // nothing from the client's cache
+
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("m/victim"), &got), 0) << "a damaged mirror made the read fail";
+  EXPECT_EQ(FirstDiff(got, data), -1);
+  // The damage was reported, and the MDS rewrites it from mirror 2: scrub ends up clean.
+  const bool clean = WaitFor([&] { return Lctl({"scrub"}).exit_code == 0; });
+  r = Lctl({"scrub"});
+  EXPECT_TRUE(clean) << "scrub still finds damage:\n" << r.out << r.err << ResyncParam();
+  EXPECT_EQ(ResyncParam().find("damage_reports: 0"), std::string::npos) << ResyncParam();
+  r = Lfs({"mirror", "read", "--mirror-id", "1", P("m/victim")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string(data.begin(), data.end())) << "mirror 1 was not repaired";
+  r = Lfs({"mirror", "verify", P("m/victim")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST_F(MirrorFaultTest, BothOssesDownFailLikeAnUnmirroredFileAndLoseNothing) {
+  ASSERT_TRUE(cluster_->Mount(1, {"timeout=3"}).ok());
+  ASSERT_EQ(mkdir(P("m").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("u").c_str(), 0755), 0);
+  CommandResult r = Lfs({"mirror", "create", "-N2", P("m")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<uint8_t> a = Pattern(200'000, 1), u = Pattern(200'000, 2);
+  ASSERT_EQ(WriteFile(P("m/a", 1), a, 1 << 20, true), 0);
+  ASSERT_EQ(WriteFile(P("u/a", 1), u, 1 << 20, true), 0);
+  ASSERT_TRUE(cluster_->KillOss(0, SIGKILL).ok());
+  ASSERT_TRUE(cluster_->KillOss(1, SIGKILL).ok());
+  // With every copy unreachable, the mirrored file fails as the unmirrored one does.
+  Shared* sh = shared_;
+  const std::string m_b = P("m/b", 1), u_b = P("u/b", 1);
+  InChild([&] {
+    sh->errs[0] = WriteFile(m_b, Pattern(100'000, 3), 1 << 20, true);
+    sh->errs[1] = WriteFile(u_b, Pattern(100'000, 4), 1 << 20, true);
+    return 0;
+  });
+  EXPECT_EQ(sh->errs[1].load(), EIO) << strerror(sh->errs[1].load());
+  EXPECT_EQ(sh->errs[0].load(), sh->errs[1].load())
+      << "mirrored: " << strerror(sh->errs[0].load())
+      << ", unmirrored: " << strerror(sh->errs[1].load());
+  ASSERT_TRUE(cluster_->StartOss(0).ok());
+  ASSERT_TRUE(cluster_->StartOss(1).ok());
+  ASSERT_TRUE(cluster_->WaitForOsts().ok());
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("m/a", 1), &got), 0);
+  EXPECT_EQ(FirstDiff(got, a), -1);
+  ASSERT_EQ(ReadFile(P("u/a", 1), &got), 0);
+  EXPECT_EQ(FirstDiff(got, u), -1);
+  r = Lfs({"mirror", "verify", P("m/a")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+}  // namespace
+}  // namespace stria::testing
