@@ -10,7 +10,10 @@
 //      nothing;
 //   3. both OSSes killed: a write+fsync to a mirrored file fails as one to an unmirrored file
 //      does (EIO after the mount's timeout), and every file acknowledged before reads back
-//      exact once they return.
+//      exact once they return;
+//   4. (where `ip netns` works) one OSS cut off by a network partition longer than the
+//      mirror timeout while a file is written: no error to the writer, the bytes exact, and
+//      the resync after the heal makes the mirrors identical.
 // The writers are child processes: the test process holds no file open in the mount while it
 // forks daemons (tests/harness/cluster.h). Waits for the background resync poll with a
 // generous bound; nothing asserts on how long anything took.
@@ -185,12 +188,22 @@ TEST_F(MirrorFaultTest, KillingOneOssLosesNothingAndTheMirrorsResyncByThemselves
   for (int i = 0; i < kFiles; ++i) {
     EXPECT_NE(r.out.find("step." + std::to_string(i) + "\n"), std::string::npos) << r.out;
   }
-  // Mirror 2 (the one that was down for the later files) holds every byte now.
+  // The mirror on the OSS that was down holds every byte now.
   for (int i = kKillAt; i < kFiles; ++i) {
-    r = Lfs({"mirror", "read", "--mirror-id", "2", files[i]});
+    auto e = Resolve(*client_, "/ckpt/step." + std::to_string(i));
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    uint32_t on_killed = 0;
+    for (const proto::LayoutComponent& c : e->layout().components()) {
+      for (const proto::StripeObject& o : c.layout().objects()) {
+        if (o.ost_idx() == 1) on_killed = MirrorIdOf(c.id());
+      }
+    }
+    ASSERT_NE(on_killed, 0u) << "checkpoint " << i << " has no mirror on the killed OSS";
+    r = Lfs({"mirror", "read", "--mirror-id", std::to_string(on_killed), files[i]});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const std::vector<uint8_t> want = Checkpoint(i);
-    EXPECT_EQ(r.out, std::string(want.begin(), want.end())) << "mirror 2 of checkpoint " << i;
+    EXPECT_EQ(r.out, std::string(want.begin(), want.end()))
+        << "mirror " << on_killed << " of checkpoint " << i;
   }
 }
 
@@ -257,6 +270,69 @@ TEST_F(MirrorFaultTest, BothOssesDownFailLikeAnUnmirroredFileAndLoseNothing) {
   EXPECT_EQ(FirstDiff(got, u), -1);
   r = Lfs({"mirror", "verify", P("m/a")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+TEST(MirrorPartitionTest, APartitionLongerThanTheMirrorTimeoutCostsTheWriterNothing) {
+  if (!HaveFuse()) GTEST_SKIP() << "no /dev/fuse on this machine";
+  std::string why;
+  if (!NetnsUsable(&why)) GTEST_SKIP() << why;
+  ClusterOptions o;
+  o.tag = "mirrorpart";
+  o.fsname = "mpartfs";
+  o.num_oss = 2;
+  o.osts_per_oss = 1;
+  o.netns_oss = {1};
+  o.fuse_options = {"mirror_timeout=1"};
+  std::unique_ptr<Cluster> cluster;
+  std::unique_ptr<client::Client> client;
+  Status st = StartWithClient(o, &cluster, &client);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  const std::string dir = cluster->mount_point() + "/p";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  CommandResult r = RunCommand({BinPath("lfs"), "mirror", "create", "-N2", "-S", "1M", dir});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+  ASSERT_NE(mem, MAP_FAILED);
+  Shared* sh = new (mem) Shared();
+  const std::vector<uint8_t> data = Pattern(3 << 20, 11);
+  const pid_t writer = fork();
+  ASSERT_GE(writer, 0);
+  if (writer == 0) {
+    const int fd = open((dir + "/a").c_str(), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    if (fd < 0) _exit(errno);
+    int e = PWriteAll(fd, data.data(), 1 << 20, 0);
+    if (e == 0 && fsync(fd) != 0) e = errno;
+    sh->acked = 1;
+    while (e == 0 && sh->killed.load() == 0) usleep(10'000);
+    if (e == 0) e = PWriteAll(fd, data.data() + (1 << 20), data.size() - (1 << 20), 1 << 20);
+    if (e == 0 && fsync(fd) != 0) e = errno;
+    if (close(fd) != 0 && e == 0) e = errno;
+    _exit(e);
+  }
+  while (sh->acked.load() == 0) usleep(10'000);
+  ASSERT_TRUE(cluster->CutOss(1).ok());
+  sh->killed = 1;  // cut: the writer carries on
+  int status = 0;
+  waitpid(writer, &status, 0);
+  const int werr = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::vector<uint8_t> got;
+  const int rerr = ReadFile(dir + "/a", &got);
+  ASSERT_TRUE(cluster->HealOss(1).ok());
+  ASSERT_EQ(werr, 0) << "the writer failed across the partition: " << strerror(werr);
+  ASSERT_EQ(rerr, 0);
+  EXPECT_EQ(FirstDiff(got, data), -1);
+  // After the heal the MDS resyncs the mirror that missed the writes.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(kWaitS);
+  auto verify = [&] {
+    return RunCommand({BinPath("lfs"), "mirror", "verify", dir + "/a"});
+  };
+  while (verify().exit_code != 0 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  r = verify();
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  munmap(mem, sizeof(Shared));
 }
 
 }  // namespace
