@@ -57,6 +57,13 @@ struct Shared {
 
 std::vector<uint8_t> Checkpoint(int i) { return Pattern(300'000 + 4'099 * i, 100 + i); }
 
+// Progress on stderr, with the seconds since the first call (where the time goes).
+void Note(const char* what) {
+  static const auto t0 = std::chrono::steady_clock::now();
+  fprintf(stderr, "mirror: %6.1f s  %s\n",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), what);
+}
+
 class MirrorFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -117,6 +124,7 @@ class MirrorFaultTest : public ::testing::Test {
 };
 
 TEST_F(MirrorFaultTest, KillingOneOssLosesNothingAndTheMirrorsResyncByThemselves) {
+  Note("cluster up");
   ASSERT_EQ(mkdir(P("ckpt").c_str(), 0755), 0);
   CommandResult r = Lfs({"mirror", "create", "-N2", "-S", "1M", P("ckpt")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -151,6 +159,7 @@ TEST_F(MirrorFaultTest, KillingOneOssLosesNothingAndTheMirrorsResyncByThemselves
       << "checkpoint " << sh->step.load() << " failed with one mirror's OSS down: "
       << strerror(sh->err.load());
   ASSERT_EQ(sh->acked.load(), kFiles);
+  Note("checkpoints written with OSS 1 killed");
 
   // While OSS 1 is down: every acknowledged checkpoint reads back exact.
   for (int i = 0; i < kFiles; ++i) {
@@ -158,23 +167,29 @@ TEST_F(MirrorFaultTest, KillingOneOssLosesNothingAndTheMirrorsResyncByThemselves
     ASSERT_EQ(ReadFile(P("ckpt/step." + std::to_string(i)), &got), 0) << i;
     EXPECT_EQ(FirstDiff(got, Checkpoint(i)), -1) << "checkpoint " << i;
   }
+  Note("checkpoints read back while OSS 1 is down");
   // The degraded state is visible: a stale mirror, a file lfs mirror verify calls unhealthy,
   // and the MDS's resync list.
   const std::string last = P("ckpt/step." + std::to_string(kFiles - 1));
   r = Lfs({"getstripe", last});
+  Note("lfs getstripe");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("lcm_mirror_count:  2"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("stale"), std::string::npos) << r.out;
   r = Lfs({"mirror", "verify", last});
+  Note("lfs mirror verify");
   EXPECT_NE(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("is stale"), std::string::npos) << r.out;
   EXPECT_EQ(ResyncParam().find("stale_files: 0"), std::string::npos) << ResyncParam();
+  Note("lctl get_param");
   r = Lfs({"find", P("ckpt"), "--mirror-state", "wp"});
   EXPECT_NE(r.out.find("step." + std::to_string(kFiles - 1)), std::string::npos) << r.out;
 
   // OSS 1 comes back: the MDS resyncs every stale range by itself.
+  Note("degraded state shown");
   ASSERT_TRUE(cluster_->StartOss(1).ok());
   ASSERT_TRUE(cluster_->WaitForOsts().ok());
+  Note("OSS 1 restarted");
   std::vector<std::string> files;
   for (int i = 0; i < kFiles; ++i) files.push_back(P("ckpt/step." + std::to_string(i)));
   std::vector<std::string> verify = {"mirror", "verify"};
@@ -183,6 +198,7 @@ TEST_F(MirrorFaultTest, KillingOneOssLosesNothingAndTheMirrorsResyncByThemselves
   r = Lfs(verify);
   EXPECT_TRUE(synced) << "the mirrors were not resynced:\n" << r.out << r.err << "\n"
                       << ResyncParam();
+  Note("mirrors verified identical");
   EXPECT_NE(ResyncParam().find("stale_files: 0"), std::string::npos) << ResyncParam();
   r = Lfs({"find", P("ckpt"), "--mirror-state", "ro", "--mirror-count", "2"});
   for (int i = 0; i < kFiles; ++i) {
@@ -238,6 +254,7 @@ TEST_F(MirrorFaultTest, AFlippedBitIsReadAroundRepairedAndScrubbedClean) {
 }
 
 TEST_F(MirrorFaultTest, BothOssesDownFailLikeAnUnmirroredFileAndLoseNothing) {
+  Note("cluster up");
   ASSERT_TRUE(cluster_->Mount(1, {"timeout=3"}).ok());
   ASSERT_EQ(mkdir(P("m").c_str(), 0755), 0);
   ASSERT_EQ(mkdir(P("u").c_str(), 0755), 0);
@@ -248,6 +265,7 @@ TEST_F(MirrorFaultTest, BothOssesDownFailLikeAnUnmirroredFileAndLoseNothing) {
   ASSERT_EQ(WriteFile(P("u/a", 1), u, 1 << 20, true), 0);
   ASSERT_TRUE(cluster_->KillOss(0, SIGKILL).ok());
   ASSERT_TRUE(cluster_->KillOss(1, SIGKILL).ok());
+  Note("both OSSes killed");
   // With every copy unreachable, the mirrored file fails as the unmirrored one does.
   Shared* sh = shared_;
   const std::string m_b = P("m/b", 1), u_b = P("u/b", 1);
@@ -256,6 +274,7 @@ TEST_F(MirrorFaultTest, BothOssesDownFailLikeAnUnmirroredFileAndLoseNothing) {
     sh->errs[1] = WriteFile(u_b, Pattern(100'000, 4), 1 << 20, true);
     return 0;
   });
+  Note("writes failed");
   EXPECT_EQ(sh->errs[1].load(), EIO) << strerror(sh->errs[1].load());
   EXPECT_EQ(sh->errs[0].load(), sh->errs[1].load())
       << "mirrored: " << strerror(sh->errs[0].load())
@@ -270,6 +289,7 @@ TEST_F(MirrorFaultTest, BothOssesDownFailLikeAnUnmirroredFileAndLoseNothing) {
   EXPECT_EQ(FirstDiff(got, u), -1);
   r = Lfs({"mirror", "verify", P("m/a")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  Note("files read back");
 }
 
 TEST(MirrorPartitionTest, APartitionLongerThanTheMirrorTimeoutCostsTheWriterNothing) {
