@@ -36,15 +36,18 @@ Status CheckName(std::string_view name) {
 }
 
 Result<proto::EntryReply> Metadata::Lookup(const Cred& cred, uint64_t parent,
-                                           std::string_view name) {
+                                           std::string_view name, bool negative_ok) {
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::LookupRequest req;
   *req.mutable_cred() = cred;
   req.set_parent(parent);
   req.set_name(std::string(name));
+  req.set_negative_ok(negative_ok);
   proto::EntryReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LOOKUP, req, &rep));
-  if (rep.attr().ino() == 0) return Status(Code::kProtocol, "MDS lookup returned inode 0");
+  if (rep.attr().ino() == 0 && !negative_ok) {
+    return Status(Code::kProtocol, "MDS lookup returned inode 0");
+  }
   return rep;
 }
 

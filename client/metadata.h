@@ -39,7 +39,10 @@ class Metadata {
   Client* client() const { return client_; }
 
   // ---- names ----
-  Result<proto::EntryReply> Lookup(const Cred& cred, uint64_t parent, std::string_view name);
+  // negative_ok: a name that does not exist is an OK reply with attr.ino 0 (and the entry
+  // lease covering its absence) instead of kNoEnt.
+  Result<proto::EntryReply> Lookup(const Cred& cred, uint64_t parent, std::string_view name,
+                                   bool negative_ok = false);
 
   struct CreateArgs {
     uint64_t parent = 0;

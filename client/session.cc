@@ -95,6 +95,12 @@ Status ClientSession::KeepaliveOnce() {
     period_ms_ = std::clamp<int>(static_cast<int>(rep.lease_ms() / 4), 100, 15'000);
   }
   if (restarted) Replay();
+  std::function<void(bool)> lease_check;
+  {
+    std::lock_guard lock(mu_);
+    lease_check = lease_check_;
+  }
+  if (lease_check) lease_check(rep.leases_registered());
   if (reconfigure) {
     if (auto cfg = client_->GetConfig(/*refresh=*/true); !cfg.ok()) {
       LOG_WARN("config refresh after a change on the MGS: {}", cfg.status().ToString());

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -45,6 +46,13 @@ class ClientSession {
   void Opened(uint64_t handle, uint64_t ino);
   void Closed(uint64_t handle);
 
+  // Called after every keepalive with whether the MDS has this client registered for
+  // metadata leases (client/fuse/lease_cache.h re-registers when it lost them).
+  void set_lease_check(std::function<void(bool registered)> fn) {
+    std::lock_guard lock(mu_);
+    lease_check_ = std::move(fn);
+  }
+
   // One keepalive; replays opens and locks when the MDS instance changed. The thread calls
   // it; tests too.
   Status KeepaliveOnce();
@@ -58,6 +66,7 @@ class ClientSession {
   LockTable locks_;                        // GUARDED_BY(mu_): owner.client is ""
   std::map<uint64_t, uint64_t> handles_;   // GUARDED_BY(mu_): handle -> ino
   uint64_t instance_ = 0;                  // GUARDED_BY(mu_): 0 until the first keepalive
+  std::function<void(bool)> lease_check_;  // GUARDED_BY(mu_)
   uint64_t config_gen_ = 0;                // GUARDED_BY(mu_): the MGS's, at the last look
   int period_ms_ = 1000;                   // GUARDED_BY(mu_)
   bool stop_ = false;                      // GUARDED_BY(mu_)

@@ -85,6 +85,18 @@ int main(int argc, char** argv) {
                  "for it; clients replay what a power loss of the MDS takes back)")
       ->check(CLI::Range(0, 10'000))
       ->capture_default_str();
+  int md_lease_ms = 30'000;
+  app.add_option("--md-lease-ms", md_lease_ms,
+                 "metadata leases: clients (FUSE mounts) cache names and attributes this long, "
+                 "told before anyone else changes them (docs/consistency.md#leases); 0: none")
+      ->check(CLI::Range(0, 600'000))
+      ->capture_default_str();
+  int md_lease_revoke_ms = 2'000;
+  app.add_option("--md-lease-revoke-ms", md_lease_revoke_ms,
+                 "a client that has not answered a lease revocation this long loses its leases "
+                 "(the change it held up goes on)")
+      ->check(CLI::Range(100, 60'000))
+      ->capture_default_str();
   std::string lnet_fallback;
   bool o2ib_poll = false;
   std::vector<std::string> key_files;
@@ -217,6 +229,14 @@ int main(int argc, char** argv) {
   // reported at close, destroy queue bookkeeping) within a second.
   (*ns)->StartCommitter(commit_interval_ms > 0 ? commit_interval_ms : 1000);
   stria::mds::DestroyQueue queue(ns->get(), &gateway);
+  if (md_lease_ms > 0) {
+    auto leases = std::make_shared<stria::mds::LeaseTable>(stria::mds::LeaseOptions{
+        .lease_ms = md_lease_ms, .revoke_timeout_ms = md_lease_revoke_ms, .keys = keys,
+        .fsname = fsname});
+    (*ns)->set_change_listener(
+        [leases](stria::mds::MdChanges changes) { leases->RevokeLater(std::move(changes)); });
+    service_options.leases = leases;
+  }
   // Copies good bytes into stale mirrors, by itself once their OSTs are back.
   stria::mds::MirrorResync resync(ns->get(), &gateway);
   service_options.resync = &resync;

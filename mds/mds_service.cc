@@ -72,6 +72,25 @@ uint32_t GrantCapabilities(const lnet::CapaSigner& signer, Namespace& ns,
   }
 }
 
+// Metadata leases for the reply of a successful LOOKUP, CREATE or GETATTR (mds/leases.h):
+// an entry lease on the directory the name is in, an attribute lease on the inode named.
+template <typename Req, typename Rep>
+void GrantLeases(LeaseTable& leases, const std::string& client, uint64_t snapshot,
+                 const Req& req, Rep* rep) {
+  using Kind = LeaseTable::Kind;
+  if constexpr (std::is_same_v<Req, proto::LookupRequest> ||
+                std::is_same_v<Req, proto::CreateRequest>) {
+    if (req.name() != "." && req.name() != "..") {
+      rep->set_entry_lease_ms(leases.Grant(client, Kind::kEntry, req.parent(), snapshot));
+    }
+    if (rep->attr().ino() != 0) {
+      rep->set_attr_lease_ms(leases.Grant(client, Kind::kAttr, rep->attr().ino(), snapshot));
+    }
+  } else if constexpr (std::is_same_v<Req, proto::GetattrRequest>) {
+    rep->set_attr_lease_ms(leases.Grant(client, Kind::kAttr, req.ino(), snapshot));
+  }
+}
+
 }  // namespace
 
 template <typename Req, typename Rep>
@@ -87,9 +106,10 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
   const MdsServiceOptions options = options_;
   ClientSessions* sessions = sessions_;
   std::shared_ptr<MdStats> md = stats_;
+  LeaseTable* leases = options_.leases.get();
   server->Register<Req, Rep>(
       static_cast<uint16_t>(op),
-      [ns, queue, fn, op, journaled, lazy, options, sessions, md](lnet::RpcContext& ctx,
+      [ns, queue, fn, op, journaled, lazy, options, sessions, md, leases](lnet::RpcContext& ctx,
                                                             const Req& wire_req,
                                                             Rep* rep) -> Status {
         const auto t0 = std::chrono::steady_clock::now();
@@ -109,6 +129,11 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         Req storage;
         const Req& req = Squashed(wire_req, options, ctx, &storage);
         Status st;
+        // Metadata leases: the stamp before the read a granted lease covers, and what this
+        // request's commits change (mds/leases.h).
+        const uint64_t lease_snapshot = leases ? leases->Snapshot() : 0;
+        MdChanges changes;
+        ScopedChangeCapture capture(&changes);
         // Group commit: the change is made durable after the namespace mutex is released.
         DeferredSync durable(ns);
         if (journaled) {
@@ -139,6 +164,8 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         } else {
           st = fn(*ns, req, rep);
         }
+        // Before anyone learns of the change, no other client still trusts a cached copy.
+        if (leases && !changes.empty()) leases->Revoke(ctx.client_uuid, changes);
         if (st.ok()) {
           bool sync_asked = false;
           if constexpr (requires { req.sync(); }) sync_asked = req.sync();
@@ -157,6 +184,7 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           return st;
         }
         if (queue) queue->Kick();
+        if (leases) GrantLeases(*leases, ctx.client_uuid, lease_snapshot, req, rep);
         const uint32_t capa_ops =
             options.capa ? GrantCapabilities(*options.capa, *ns, ctx, req, rep) : 0;
         if (sessions) {
@@ -196,12 +224,24 @@ void MdsService::RegisterSessionOps(lnet::RpcServer* server) {
       OP_MDS_LOCK, [sessions](lnet::RpcContext& ctx, const LockRequest& req, LockReply* rep) {
         return sessions->Lock(ctx.client_uuid, req, rep);
       });
+  LeaseTable* leases = options_.leases.get();
   server->Register<KeepaliveRequest, KeepaliveReply>(
-      OP_MDS_KEEPALIVE,
-      [sessions, ns](lnet::RpcContext& ctx, const KeepaliveRequest&, KeepaliveReply* rep) {
+      OP_MDS_KEEPALIVE, [sessions, ns, leases](lnet::RpcContext& ctx, const KeepaliveRequest&,
+                                               KeepaliveReply* rep) {
         sessions->Touch(ctx.client_uuid);
         sessions->FillKeepalive(rep);
         rep->set_config_generation(ns->ConfigGeneration());
+        rep->set_leases_registered(leases != nullptr && leases->Registered(ctx.client_uuid));
+        return Status::Ok();
+      });
+  server->Register<LeaseRegisterRequest, LeaseRegisterReply>(
+      OP_MDS_LEASE_REGISTER, [sessions, leases](lnet::RpcContext& ctx,
+                                                const LeaseRegisterRequest& req,
+                                                LeaseRegisterReply* rep) {
+        sessions->Touch(ctx.client_uuid);
+        if (leases == nullptr) return Status::Ok();  // lease_ms 0: this MDS grants none
+        STRIA_RETURN_IF_ERROR(leases->Register(ctx.client_uuid, req.callback_nid()));
+        rep->set_lease_ms(static_cast<uint32_t>(leases->options().lease_ms));
         return Status::Ok();
       });
   server->Register<ReopenRequest, ReopenReply>(

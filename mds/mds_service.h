@@ -26,6 +26,7 @@
 #include "lnet/rpc_server.h"
 #include "mds/client_sessions.h"
 #include "mds/destroy_queue.h"
+#include "mds/leases.h"
 #include "mds/namespace.h"
 #include "mds/squash.h"
 
@@ -52,6 +53,9 @@ struct MdsServiceOptions {
   // The mirror resync (mds/mirror_resync.h): OP_MDS_MIRROR's RESYNC and EXTEND copy through
   // it, and lctl get_param mdt.FS-MDT0000.mirror_resync shows it. Null: no resync.
   MirrorResync* resync = nullptr;
+  // Metadata leases (mds/leases.h): granted with LOOKUP, CREATE and GETATTR replies to
+  // registered clients, and revoked before every change is answered. Null: none.
+  std::shared_ptr<LeaseTable> leases;
 };
 
 class MdsService {

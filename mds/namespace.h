@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "mds/leases.h"
 #include "mds/ost_gateway.h"
 #include "mds/params.h"
 #include "proto/stria.pb.h"
@@ -120,6 +122,12 @@ class Namespace {
 
   // The namespace mutex: held by every mutation for its whole duration.
   std::mutex& mutex() { return mutex_; }
+
+  // Called by Txn::Commit, with mutex() held, with what a commit outside a
+  // ScopedChangeCapture changed (mds/leases.h: background work revokes leases this way).
+  // Set before serving; it must not block.
+  void set_change_listener(std::function<void(MdChanges)> fn) { change_listener_ = std::move(fn); }
+  const std::function<void(MdChanges)>& change_listener() const { return change_listener_; }
 
   // ---- reads (no mutex) ----
   // kNoEnt when the inode does not exist, kCorrupt when its record does not decode.
@@ -223,6 +231,7 @@ class Namespace {
   OstGateway* gateway_ = nullptr;
 
   std::mutex mutex_;
+  std::function<void(MdChanges)> change_listener_;
   SuperState super_;                  // GUARDED_BY(mutex_)
   std::map<uint32_t, OstState> osts_; // GUARDED_BY(mutex_)
   uint64_t rr_cursor_ = 0;            // GUARDED_BY(mutex_): round-robin start, not persisted

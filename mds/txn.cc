@@ -120,15 +120,31 @@ void Txn::PutDirent(uint64_t parent, std::string_view name, uint64_t ino,
   d.set_ino(ino);
   d.set_type(type);
   batch_.Put(DirentKey(parent, name), d.SerializeAsString());
+  changed_dirs_.insert(parent);
 }
 
 void Txn::DeleteDirent(uint64_t parent, std::string_view name) {
   batch_.Delete(DirentKey(parent, name));
+  changed_dirs_.insert(parent);
 }
 
 std::map<uint32_t, OstState>& Txn::osts() {
   if (!osts_) osts_ = ns_->osts_locked();
   return *osts_;
+}
+
+void Txn::NoteChanges() {
+  MdChanges* capture = ScopedChangeCapture::Active();
+  if (capture == nullptr && !ns_->change_listener()) return;
+  MdChanges changes;
+  changes.dirs = changed_dirs_;
+  changes.inos = dirty_;
+  changes.inos.insert(removed_.begin(), removed_.end());
+  if (capture != nullptr) {
+    capture->Merge(changes);
+  } else {
+    ns_->change_listener()(std::move(changes));
+  }
 }
 
 Status Txn::Commit(bool sync) {
@@ -176,6 +192,7 @@ Status Txn::Commit(bool sync) {
       if (DeferredSync* d = DeferredSync::Active(ns_)) d->Require();
     }
     STRIA_RETURN_IF_ERROR(ns_->Write(&batch_, sync));
+    NoteChanges();
   }
   // Even with nothing to write (object ids handed out inside their reserved range, as a
   // migration's new layout), the counters move on: an id handed out is never handed out again.

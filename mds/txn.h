@@ -78,6 +78,8 @@ class Txn {
   Status Commit(bool sync = true);
 
  private:
+  // Hands what the commit changed to the lease table (mds/leases.h).
+  void NoteChanges();
   // A new inode numbered `ino` (nlink 1, times now), counted and dirty.
   InodeRecord* AddInode(uint64_t ino);
 
@@ -86,6 +88,7 @@ class Txn {
   std::map<uint64_t, InodeRecord> inodes_;
   std::set<uint64_t> dirty_;
   std::set<uint64_t> removed_;
+  std::set<uint64_t> changed_dirs_;  // directories whose entries this operation changes
   SuperState super_;
   SuperState orig_super_;
   std::optional<std::map<uint32_t, OstState>> osts_;

@@ -50,9 +50,10 @@ void ForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 
 void Getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   struct stat st;
-  Status s = Fs(req)->DoGetattr(req, ino, &st);
+  double timeout = 0;
+  Status s = Fs(req)->DoGetattr(req, ino, &st, &timeout);
   if (!s.ok()) return ReplyErr(req, s);
-  fuse_reply_attr(req, &st, Fs(req)->options().attr_timeout_s);
+  fuse_reply_attr(req, &st, timeout);
 }
 
 void Setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set,

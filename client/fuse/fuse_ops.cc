@@ -79,21 +79,55 @@ void StriaFs::FillEntry(const proto::Attr& attr, const proto::Layout* layout,
   e->entry_timeout = options_.entry_timeout_s;
 }
 
+void StriaFs::FillEntry(const proto::EntryReply& rep, uint64_t parent, std::string_view name,
+                        const LeaseCache::Stamp& stamp, fuse_entry_param* e) {
+  FillEntry(rep.attr(), &rep.layout(), e);
+  if (leases_ == nullptr) return;
+  e->entry_timeout = leases_->EntryTimeout(parent, name, rep.entry_lease_ms(), stamp);
+  e->attr_timeout = AttrTimeout(rep.attr().ino(), rep.attr_lease_ms(), stamp);
+}
+
+double StriaFs::AttrTimeout(uint64_t ino, uint32_t attr_lease_ms,
+                            const LeaseCache::Stamp& stamp) {
+  if (leases_ == nullptr || attr_lease_ms == 0) return options_.attr_timeout_s;
+  // What this mount writes and has not reported yet changes the attributes the kernel is
+  // shown (DoGetattr): keep asking while it has writers.
+  if (auto inode = inodes_.Get(ino); inode && inode->writers.load() > 0) {
+    return options_.attr_timeout_s;
+  }
+  return leases_->AttrTimeout(ino, attr_lease_ms, stamp);
+}
+
 Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
                          fuse_entry_param* e) {
+  const LeaseCache::Stamp stamp = LeaseBegin();
+  const bool leased = leases_ != nullptr && leases_->enabled();
   STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
-                         md_.Lookup(Cred(req), parent, name));
-  FillEntry(rep.attr(), &rep.layout(), e);
+                         md_.Lookup(Cred(req), parent, name, /*negative_ok=*/leased));
+  if (rep.attr().ino() == 0) {
+    // No such name: under an entry lease the kernel keeps the absence (a negative entry).
+    const double t = leases_->EntryTimeout(parent, name, rep.entry_lease_ms(), stamp);
+    if (rep.entry_lease_ms() == 0 || t <= options_.entry_timeout_s) {
+      return Status(Code::kNoEnt, "no entry");
+    }
+    std::memset(e, 0, sizeof(*e));
+    e->entry_timeout = t;
+    return Status::Ok();
+  }
+  FillEntry(rep, parent, name, stamp, e);
   return Status::Ok();
 }
 
-Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st) {
+Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double* timeout) {
   LliteOp counted(&llite_, kLlGetattr);
+  *timeout = options_.attr_timeout_s;
   if (std::optional<proto::Attr> dir = dir_attrs_.Get(ino)) {
     *st = AttrToStat(*dir, dir->size());
     return Status::Ok();
   }
+  const LeaseCache::Stamp stamp = LeaseBegin();
   STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(Cred(req), ino));
+  *timeout = AttrTimeout(ino, rep.attr_lease_ms(), stamp);
   uint64_t size = rep.attr().size();
   if (auto inode = inodes_.Get(ino)) {
     inode->ObserveMdsSize(size);
@@ -232,9 +266,10 @@ Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, 
   args.open = open_reply != nullptr;
   proto::EntryReply local;
   proto::EntryReply& rep = open_reply != nullptr ? *open_reply : local;
+  const LeaseCache::Stamp stamp = LeaseBegin();
   STRIA_ASSIGN_OR_RETURN(rep, md_.Create(Cred(req), args));
   if (rep.has_parent_attr()) dir_attrs_.Put(rep.parent_attr());
-  FillEntry(rep.attr(), &rep.layout(), e);
+  FillEntry(rep, parent, name, stamp, e);
   return Status::Ok();
 }
 

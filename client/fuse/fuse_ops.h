@@ -35,6 +35,7 @@
 #include "client/fuse/jobid_cache.h"
 #include "client/fuse/llite_params.h"
 #include "client/fuse/inode_table.h"
+#include "client/fuse/lease_cache.h"
 #include "common/status.h"
 
 namespace stria::client::fuse {
@@ -61,6 +62,8 @@ class StriaFs {
   void set_session(fuse_session* se) { session_ = se; }
   // The client's MDS session (leases, locks, replay); without one, locks fail with ENOSYS.
   void set_mds_session(ClientSession* s) { mds_session_ = s; }
+  // Metadata leases (lease_cache.h); without them every kernel timeout is FsOptions'.
+  void set_leases(LeaseCache* leases) { leases_ = leases; }
 
   Client* client() { return client_; }
   InodeTable& inodes() { return inodes_; }
@@ -69,7 +72,8 @@ class StriaFs {
   // ---- namespace (fuse_ops.cc) ----
   void Init(fuse_conn_info* conn);
   Status DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse_entry_param* e);
-  Status DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st);
+  // *timeout: how long the kernel may keep the attributes.
+  Status DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double* timeout);
   Status DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
                    FileHandle* fh, struct stat* out);
   // With open_reply, a regular file is created and opened in one MDS round trip: the reply
@@ -134,8 +138,18 @@ class StriaFs {
   // The caller's credentials, with its JOBID (client/fuse/jobid_cache.h).
   proto::Credentials Cred(fuse_req_t req);
 
-  // Fills a fuse_entry_param for an MDS entry and takes one lookup reference (Ref).
+  // Fills a fuse_entry_param for an MDS entry and takes one lookup reference (Ref), with
+  // FsOptions' timeouts.
   void FillEntry(const proto::Attr& attr, const proto::Layout* layout, fuse_entry_param* e);
+  // The same for the reply to a LOOKUP or CREATE of `name` in `parent` begun at `stamp`, with
+  // the timeouts its leases allow.
+  void FillEntry(const proto::EntryReply& rep, uint64_t parent, std::string_view name,
+                 const LeaseCache::Stamp& stamp, fuse_entry_param* e);
+  LeaseCache::Stamp LeaseBegin() const {
+    return leases_ != nullptr ? leases_->Begin() : LeaseCache::Stamp{};
+  }
+  // The kernel's attribute timeout for `ino` from a reply granting attr_lease_ms.
+  double AttrTimeout(uint64_t ino, uint32_t attr_lease_ms, const LeaseCache::Stamp& stamp);
 
  private:
   // Opens an MDS handle on `ino` (or takes the one `created` granted with the create), builds
@@ -178,6 +192,7 @@ class StriaFs {
   JobIdCache jobids_;
   fuse_session* session_ = nullptr;
   ClientSession* mds_session_ = nullptr;
+  LeaseCache* leases_ = nullptr;
   InodeTable inodes_;
   GroupsCache groups_{std::chrono::milliseconds(options_.groups_ttl_ms)};
   // Directories' attributes from this client's own create/link/unlink replies: the

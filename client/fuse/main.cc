@@ -183,6 +183,20 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   mds_session.Start();
   fs.set_mds_session(&mds_session);
 
+  // Metadata leases: the kernel keeps names and attributes until the MDS revokes them
+  // (client/fuse/lease_cache.h); without them, for FsOptions' second.
+  LeaseCache leases(client->get(), {.fallback_entry_s = fs_opts.entry_timeout_s,
+                                    .fallback_attr_s = fs_opts.attr_timeout_s,
+                                    .fsname = cfg.fsname,
+                                    .keys = cfg.rpc.keys});
+  if (Status st = leases.Start(se, cfg.mgs_nids[0]); st.ok()) {
+    fs.set_leases(&leases);
+    mds_session.set_lease_check([&leases](bool registered) { leases.CheckRegistered(registered); });
+  } else {
+    LOG_WARN("no metadata leases (names and attributes cached for {} s): {}",
+             fs_opts.entry_timeout_s, st.ToString());
+  }
+
   fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(loop, 0);
   fuse_loop_cfg_set_max_threads(loop, static_cast<unsigned>(mo.max_threads));
@@ -190,6 +204,8 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   const int rc = fuse_session_loop_mt(se, loop);
   fuse_loop_cfg_destroy(loop);
   LOG_INFO("unmounting {}", a.mountpoint);
+  mds_session.set_lease_check(nullptr);
+  leases.Stop();
   fuse_session_unmount(se);
   fuse_remove_signal_handlers(se);
   fuse_session_destroy(se);

@@ -20,7 +20,11 @@ Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply*
     return Status::Ok();
   }
   STRIA_ASSIGN_OR_RETURN(auto entry, ns.GetDirent(req.parent(), name));
-  if (!entry) return Status(Code::kNoEnt, "no entry '" + name + "'");
+  if (!entry) {
+    // The client caches the absence under an entry lease: an empty reply, not an error.
+    if (req.negative_ok()) return Status::Ok();
+    return Status(Code::kNoEnt, "no entry '" + name + "'");
+  }
   STRIA_ASSIGN_OR_RETURN(InodeRecord child, ns.GetInode(entry->first));
   FillReply(child, rep->mutable_attr(), rep->mutable_layout());
   return Status::Ok();

@@ -1,0 +1,237 @@
+#include "client/fuse/lease_cache.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+#include "lnet/rpc_server.h"
+#include "proto/stria.pb.h"
+
+namespace stria::client {
+
+namespace {
+
+// How long a revocation waits for the kernel to drop what it covers before answering.
+constexpr auto kInvalWait = std::chrono::milliseconds(200);
+// A lease is trusted for this share of what the MDS granted, from when the request left:
+// the MDS's clock started later, and the kernel's timeout must end before the lease does.
+constexpr double kLeaseShare = 0.9;
+
+// The local IPv4 address this host uses to reach `nid` (no packet is sent).
+Result<std::string> LocalAddressTowards(const lnet::Nid& nid) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* res = nullptr;
+  const std::string port = std::to_string(nid.port);
+  if (int rc = getaddrinfo(nid.addr.c_str(), port.c_str(), &hints, &res); rc != 0) {
+    return Status(Code::kInval, "cannot resolve " + nid.addr + ": " + gai_strerror(rc));
+  }
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    freeaddrinfo(res);
+    return ErrnoStatus("socket", errno);
+  }
+  const int rc = connect(fd, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  sockaddr_in local{};
+  socklen_t len = sizeof(local);
+  if (rc != 0 || getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) {
+    const int err = errno;
+    close(fd);
+    return ErrnoStatus("no route to " + nid.addr, err);
+  }
+  close(fd);
+  char buf[INET_ADDRSTRLEN];
+  inet_ntop(AF_INET, &local.sin_addr, buf, sizeof(buf));
+  return std::string(buf);
+}
+
+}  // namespace
+
+LeaseCache::LeaseCache(Client* client, LeaseCacheOptions options)
+    : client_(client), options_(std::move(options)) {}
+
+LeaseCache::~LeaseCache() { Stop(); }
+
+Status LeaseCache::Start(fuse_session* se, const lnet::Nid& mds) {
+  se_ = se;
+  STRIA_ASSIGN_OR_RETURN(std::string local, LocalAddressTowards(mds));
+  lnet::ServerOptions so;
+  so.name = "stria-fuse-leases";
+  so.fsname = options_.fsname;
+  so.server_uuid = "client-" + client_->instance();
+  so.worker_threads = 2;
+  so.keys = options_.keys;
+  so.role = "client";
+  server_ = std::make_unique<lnet::RpcServer>(so);
+  server_->Register<proto::LeaseRevokeRequest, proto::LeaseRevokeReply>(
+      proto::OP_CLIENT_LEASE_REVOKE,
+      [this](lnet::RpcContext&, const proto::LeaseRevokeRequest& req,
+             proto::LeaseRevokeReply*) -> Status {
+        std::vector<uint64_t> dirs(req.dirs().begin(), req.dirs().end());
+        std::vector<uint64_t> inos(req.inos().begin(), req.inos().end());
+        uint64_t seq;
+        {
+          std::lock_guard lock(mu_);
+          ++counters_.revocations;
+          seq = QueueLocked(dirs, inos, /*all=*/false);
+        }
+        WaitInvalidated(seq, kInvalWait);
+        return Status::Ok();
+      });
+  lnet::Nid listen{lnet::Lnd::kTcp, local, 0};
+  STRIA_RETURN_IF_ERROR(server_->Start(listen));
+  callback_nid_ = lnet::Nid{lnet::Lnd::kTcp, local, server_->port()}.ToString();
+  inval_thread_ = std::thread([this] { RunInvalidations(); });
+  return Register();
+}
+
+Status LeaseCache::Register() {
+  proto::LeaseRegisterRequest req;
+  req.set_callback_nid(callback_nid_);
+  proto::LeaseRegisterReply rep;
+  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LEASE_REGISTER, req, &rep));
+  enabled_.store(rep.lease_ms() > 0);
+  if (rep.lease_ms() > 0) wanted_.store(true);
+  LOG_INFO("metadata leases: {} (callbacks at {})",
+           rep.lease_ms() > 0 ? "up to " + std::to_string(rep.lease_ms()) + " ms"
+                              : std::string("none granted by the MDS"),
+           callback_nid_);
+  return Status::Ok();
+}
+
+void LeaseCache::Stop() {
+  if (server_) server_->Stop();
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (inval_thread_.joinable()) inval_thread_.join();
+  enabled_.store(false);
+}
+
+LeaseCache::Stamp LeaseCache::Begin() const {
+  std::lock_guard lock(mu_);
+  return Stamp{epoch_, Clock::now()};
+}
+
+double LeaseCache::Remaining(uint32_t lease_ms, const Stamp& stamp, double fallback) const {
+  const auto until = stamp.sent + std::chrono::microseconds(
+                                      static_cast<int64_t>(lease_ms * 1000.0 * kLeaseShare));
+  const double left = std::chrono::duration<double>(until - Clock::now()).count();
+  return std::max(left, fallback);
+}
+
+double LeaseCache::EntryTimeout(uint64_t parent, std::string_view name, uint32_t lease_ms,
+                                const Stamp& stamp) {
+  if (lease_ms == 0 || !enabled()) return options_.fallback_entry_s;
+  std::lock_guard lock(mu_);
+  // A revocation came while the request was out: what it read may predate the change.
+  if (epoch_ != stamp.epoch || cached_ >= options_.max_cached) return options_.fallback_entry_s;
+  if (names_[parent].emplace(name).second) ++cached_;
+  ++counters_.long_timeouts;
+  return Remaining(lease_ms, stamp, options_.fallback_entry_s);
+}
+
+double LeaseCache::AttrTimeout(uint64_t ino, uint32_t lease_ms, const Stamp& stamp) {
+  if (lease_ms == 0 || !enabled()) return options_.fallback_attr_s;
+  std::lock_guard lock(mu_);
+  if (epoch_ != stamp.epoch || cached_ >= options_.max_cached) return options_.fallback_attr_s;
+  if (attrs_.insert(ino).second) ++cached_;
+  ++counters_.long_timeouts;
+  return Remaining(lease_ms, stamp, options_.fallback_attr_s);
+}
+
+uint64_t LeaseCache::QueueLocked(const std::vector<uint64_t>& dirs,
+                                 const std::vector<uint64_t>& inos, bool all) {
+  ++epoch_;
+  auto queue_dir = [this](uint64_t dir, std::unordered_set<std::string>& names) {
+    for (const std::string& n : names) queue_.push_back(Inval{dir, n, 0});
+    queued_seq_ += names.size();
+    cached_ -= names.size();
+  };
+  if (all) {
+    for (auto& [dir, names] : names_) queue_dir(dir, names);
+    names_.clear();
+    for (uint64_t ino : attrs_) queue_.push_back(Inval{0, "", ino});
+    queued_seq_ += attrs_.size();
+    cached_ -= attrs_.size();
+    attrs_.clear();
+  } else {
+    for (uint64_t d : dirs) {
+      auto it = names_.find(d);
+      if (it == names_.end()) continue;
+      queue_dir(d, it->second);
+      names_.erase(it);
+    }
+    for (uint64_t ino : inos) {
+      if (attrs_.erase(ino) == 0) continue;
+      queue_.push_back(Inval{0, "", ino});
+      ++queued_seq_;
+      --cached_;
+    }
+  }
+  cv_.notify_all();
+  return queued_seq_;
+}
+
+void LeaseCache::WaitInvalidated(uint64_t seq, std::chrono::milliseconds at_most) {
+  std::unique_lock lock(mu_);
+  if (!cv_.wait_for(lock, at_most, [&] { return done_seq_ >= seq || stop_; })) {
+    LOG_DEBUG("lease revocation answered before the kernel dropped its entries (busy directory)");
+  }
+}
+
+void LeaseCache::RunInvalidations() {
+  std::unique_lock lock(mu_);
+  while (true) {
+    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (stop_) return;
+    Inval item = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    if (item.ino != 0) {
+      fuse_lowlevel_notify_inval_inode(se_, item.ino, -1, 0);  // attributes only
+    } else {
+      fuse_lowlevel_notify_inval_entry(se_, item.parent, item.name.data(), item.name.size());
+    }
+    lock.lock();
+    ++done_seq_;
+    ++counters_.invalidated;
+    cv_.notify_all();
+  }
+}
+
+void LeaseCache::CheckRegistered(bool registered) {
+  if (registered || !wanted_.load()) return;
+  uint64_t seq;
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) return;
+    seq = QueueLocked({}, {}, /*all=*/true);
+  }
+  enabled_.store(false);
+  LOG_WARN("metadata leases lost (the MDS restarted or missed us): dropping the cache, "
+           "registering again");
+  WaitInvalidated(seq, std::chrono::milliseconds(1000));
+  if (Status st = Register(); !st.ok()) {
+    LOG_WARN("metadata leases: registering again failed: {}", st.ToString());
+  }
+}
+
+LeaseCache::Counters LeaseCache::counters() const {
+  std::lock_guard lock(mu_);
+  Counters c = counters_;
+  c.cached = cached_;
+  return c;
+}
+
+}  // namespace stria::client

@@ -1,0 +1,246 @@
+#include "mds/leases.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+#include "lnet/nid.h"
+#include "lnet/rpc_client.h"
+#include "proto/stria.pb.h"
+
+namespace stria::mds {
+
+namespace {
+thread_local MdChanges* g_capture = nullptr;
+// A change is remembered this long after it happened, for the race check of reads that
+// began before it (a read that takes longer gets no lease: see purge_floor_ below).
+constexpr auto kChangeMemory = std::chrono::seconds(10);
+}  // namespace
+
+void MdChanges::Merge(const MdChanges& other) {
+  dirs.insert(other.dirs.begin(), other.dirs.end());
+  inos.insert(other.inos.begin(), other.inos.end());
+}
+
+ScopedChangeCapture::ScopedChangeCapture(MdChanges* sink) : prev_(g_capture) {
+  g_capture = sink;
+}
+ScopedChangeCapture::~ScopedChangeCapture() { g_capture = prev_; }
+MdChanges* ScopedChangeCapture::Active() { return g_capture; }
+
+LeaseTable::LeaseTable(LeaseOptions options) : options_(std::move(options)) {
+  revoker_ = std::thread([this] { RunRevoker(); });
+}
+
+LeaseTable::~LeaseTable() {
+  {
+    std::lock_guard lock(later_mu_);
+    stop_ = true;
+  }
+  later_cv_.notify_all();
+  revoker_.join();
+}
+
+Status LeaseTable::Register(const std::string& client, const std::string& callback_nid) {
+  auto nid = lnet::Nid::Parse(callback_nid);
+  if (!nid.ok()) {
+    return Status(Code::kInval, "lease callback NID '" + callback_nid + "': " +
+                                    nid.status().message());
+  }
+  lnet::ClientOptions o;
+  o.client_uuid = "mds-leases";
+  o.fsname = options_.fsname;
+  o.role = "mds";
+  o.keys = options_.keys;
+  o.connect_timeout_ms = options_.revoke_timeout_ms;
+  o.rpc_timeout_ms = options_.revoke_timeout_ms;
+  o.retry_deadline_ms = options_.revoke_timeout_ms;
+  o.max_connections = 2;
+  auto rpc = std::make_shared<lnet::RpcClient>(*nid, std::move(o));
+  std::lock_guard lock(mu_);
+  ForgetLocked(client);
+  clients_[client] = ClientState{callback_nid, std::move(rpc), 0};
+  LOG_INFO("client {}: metadata leases, revoked at {}", client, callback_nid);
+  return Status::Ok();
+}
+
+bool LeaseTable::Registered(const std::string& client) const {
+  std::lock_guard lock(mu_);
+  return clients_.count(client) != 0;
+}
+
+void LeaseTable::Forget(const std::string& client) {
+  std::lock_guard lock(mu_);
+  ForgetLocked(client);
+}
+
+void LeaseTable::ForgetLocked(const std::string& client) {
+  auto c = clients_.find(client);
+  if (c == clients_.end()) return;
+  if (c->second.held != 0) {
+    for (auto& [key, r] : resources_) r.holders.erase(client);
+  }
+  clients_.erase(c);
+}
+
+uint64_t LeaseTable::Snapshot() const {
+  std::lock_guard lock(mu_);
+  return stamp_;
+}
+
+uint32_t LeaseTable::Grant(const std::string& client, Kind kind, uint64_t ino,
+                           uint64_t snapshot) {
+  if (options_.lease_ms <= 0 || ino == 0) return 0;
+  std::lock_guard lock(mu_);
+  auto c = clients_.find(client);
+  if (c == clients_.end()) return 0;
+  const Clock::time_point now = Clock::now();
+  Sweep(now);
+  if (snapshot < purge_floor_) {  // the read began before changes we no longer remember
+    ++counters_.refused;
+    return 0;
+  }
+  Resource& r = resources_[Key{kind, ino}];
+  if ((r.changed_stamp > snapshot && r.changed_by != client) || now < r.contended_until ||
+      c->second.held >= options_.max_per_client) {
+    ++counters_.refused;
+    return 0;
+  }
+  auto [it, inserted] =
+      r.holders.try_emplace(client, now + std::chrono::milliseconds(options_.lease_ms));
+  if (inserted) {
+    ++c->second.held;
+  } else {
+    it->second = now + std::chrono::milliseconds(options_.lease_ms);
+  }
+  ++counters_.granted;
+  return static_cast<uint32_t>(options_.lease_ms);
+}
+
+LeaseTable::Who LeaseTable::TakeHolders(const std::string& requester,
+                                        const MdChanges& changes) {
+  Who who;
+  std::lock_guard lock(mu_);
+  if (clients_.empty()) return who;  // nobody can hold or be granted anything
+  const Clock::time_point now = Clock::now();
+  const uint64_t stamp = ++stamp_;
+  auto take = [&](Kind kind, uint64_t ino) {
+    Resource& r = resources_[Key{kind, ino}];
+    r.changed_stamp = stamp;
+    r.changed_by = requester;
+    r.changed_at = now;
+    bool revoked = false;
+    for (auto it = r.holders.begin(); it != r.holders.end();) {
+      if (it->first == requester) {
+        ++it;
+        continue;
+      }
+      if (it->second > now) {
+        auto& lists = who[it->first];
+        (kind == Kind::kEntry ? lists.first : lists.second).push_back(ino);
+        revoked = true;
+      }
+      if (auto c = clients_.find(it->first); c != clients_.end() && c->second.held > 0) {
+        --c->second.held;
+      }
+      it = r.holders.erase(it);
+    }
+    if (revoked) r.contended_until = now + std::chrono::milliseconds(options_.contended_ms);
+  };
+  for (uint64_t d : changes.dirs) take(Kind::kEntry, d);
+  for (uint64_t i : changes.inos) take(Kind::kAttr, i);
+  return who;
+}
+
+void LeaseTable::SendRevocations(const Who& who) {
+  // One holder after the other: a dead one costs revoke_timeout_ms once, then holds nothing.
+  for (const auto& [client, lists] : who) {
+    std::shared_ptr<lnet::RpcClient> rpc;
+    {
+      std::lock_guard lock(mu_);
+      auto c = clients_.find(client);
+      if (c == clients_.end()) continue;  // forgotten meanwhile: holds nothing now
+      rpc = c->second.rpc;
+      ++counters_.revocations;
+    }
+    proto::LeaseRevokeRequest req;
+    for (uint64_t d : lists.first) req.add_dirs(d);
+    for (uint64_t i : lists.second) req.add_inos(i);
+    proto::LeaseRevokeReply rep;
+    Status st = rpc->Call(proto::OP_CLIENT_LEASE_REVOKE, req, &rep);
+    if (!st.ok()) {
+      LOG_WARN("client {}: lease revocation not answered ({}); dropping all its leases", client,
+               st.ToString());
+      std::lock_guard lock(mu_);
+      ++counters_.revoke_failures;
+      if (auto c = clients_.find(client); c != clients_.end() && c->second.rpc == rpc) {
+        ForgetLocked(client);
+      }
+    }
+  }
+}
+
+void LeaseTable::Revoke(const std::string& requester, const MdChanges& changes) {
+  if (changes.empty()) return;
+  auto who = TakeHolders(requester, changes);
+  if (!who.empty()) SendRevocations(who);
+}
+
+void LeaseTable::RevokeLater(MdChanges changes) {
+  if (changes.empty()) return;
+  auto who = TakeHolders("", changes);  // stamps now, so no grant races the change
+  if (who.empty()) return;
+  {
+    std::lock_guard lock(later_mu_);
+    later_who_.push_back(std::move(who));
+  }
+  later_cv_.notify_one();
+}
+
+void LeaseTable::RunRevoker() {
+  std::unique_lock lock(later_mu_);
+  while (true) {
+    later_cv_.wait(lock, [this] { return stop_ || !later_who_.empty(); });
+    if (stop_) return;
+    auto who = std::move(later_who_.front());
+    later_who_.pop_front();
+    lock.unlock();
+    SendRevocations(who);
+    lock.lock();
+  }
+}
+
+void LeaseTable::Sweep(Clock::time_point now) {
+  if (now < next_sweep_) return;
+  next_sweep_ = now + std::chrono::seconds(1);
+  for (auto it = resources_.begin(); it != resources_.end();) {
+    Resource& r = it->second;
+    for (auto h = r.holders.begin(); h != r.holders.end();) {
+      if (h->second <= now) {
+        if (auto c = clients_.find(h->first); c != clients_.end() && c->second.held > 0) {
+          --c->second.held;
+        }
+        h = r.holders.erase(h);
+      } else {
+        ++h;
+      }
+    }
+    if (r.holders.empty() && now >= r.contended_until && now - r.changed_at > kChangeMemory) {
+      purge_floor_ = std::max(purge_floor_, r.changed_stamp);
+      it = resources_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+LeaseTable::Counters LeaseTable::counters() const {
+  std::lock_guard lock(mu_);
+  Counters c = counters_;
+  c.clients = clients_.size();
+  for (const auto& [client, st] : clients_) c.held += st.held;
+  return c;
+}
+
+}  // namespace stria::mds

@@ -1,0 +1,174 @@
+// Metadata leases: what lets a client answer lookups and stats from its own cache, as
+// Lustre's LDLM inodebits locks (LOOKUP and UPDATE) do. docs/consistency.md#leases.
+//
+// A client that caches metadata (a FUSE mount) registers the NID of its callback server
+// (OP_MDS_LEASE_REGISTER). The MDS then grants it, with LOOKUP, CREATE and GETATTR replies,
+// leases of two kinds: an entry lease on a directory (every name the client caches in it,
+// present or absent, stays as it was) and an attribute lease on an inode. Before a change
+// made by one client is answered, every other client holding a lease over what it changed
+// is told (OP_CLIENT_LEASE_REVOKE) and answers once it forgot what it cached; a client that
+// does not answer within revoke_timeout_ms loses every lease it holds (and gets none until
+// it registers again), so one dead client delays a change once, by that timeout.
+//
+// Races. A read that straddles a change could grant a lease over what it read before the
+// change, after the change's revocation went out. Grant() therefore takes the stamp Snapshot()
+// returned before the read and refuses a lease over anything another client changed since.
+//
+// Contention. Revoking a lease makes what it covered "contended" for contended_ms: no new
+// leases over it, so a directory many clients create in (a checkpoint directory) costs one
+// revocation per holder, not one per create.
+//
+// What a change touched comes from Txn::Commit: inside a ScopedChangeCapture (the MDS's
+// request handlers) it is gathered for the handler to revoke before its reply; a commit
+// outside one (background work) is revoked asynchronously through the listener.
+//
+// Thread-safety: every LeaseTable method is thread-safe (one mutex, never held across an RPC).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "lnet/auth.h"
+
+namespace stria::lnet {
+class RpcClient;
+}
+
+namespace stria::mds {
+
+// What one or more commits changed: directories whose names changed and inodes whose
+// attributes changed (or that went away).
+struct MdChanges {
+  std::set<uint64_t> dirs;
+  std::set<uint64_t> inos;
+  bool empty() const { return dirs.empty() && inos.empty(); }
+  void Merge(const MdChanges& other);
+};
+
+// While alive, Txn::Commit on this thread adds what it changed to *sink.
+class ScopedChangeCapture {
+ public:
+  explicit ScopedChangeCapture(MdChanges* sink);
+  ~ScopedChangeCapture();
+  ScopedChangeCapture(const ScopedChangeCapture&) = delete;
+  ScopedChangeCapture& operator=(const ScopedChangeCapture&) = delete;
+  // The innermost capture on this thread, or null.
+  static MdChanges* Active();
+
+ private:
+  MdChanges* prev_;
+};
+
+struct LeaseOptions {
+  int lease_ms = 30'000;           // the longest lease granted; 0: none (registering still works)
+  int revoke_timeout_ms = 2'000;   // a holder that has not answered a revocation by then loses
+                                   // all its leases
+  int contended_ms = 5'000;        // no new leases over what was revoked, this long
+  size_t max_per_client = 500'000; // leases one client may hold (then none more until some expire)
+  std::shared_ptr<const lnet::KeyRing> keys;  // the cluster key, for the callback connections
+  std::string fsname;
+};
+
+class LeaseTable {
+ public:
+  enum class Kind : uint8_t { kEntry, kAttr };
+  using Clock = std::chrono::steady_clock;
+
+  explicit LeaseTable(LeaseOptions options);
+  ~LeaseTable();  // stops the asynchronous revoker
+  LeaseTable(const LeaseTable&) = delete;
+  LeaseTable& operator=(const LeaseTable&) = delete;
+
+  const LeaseOptions& options() const { return options_; }
+
+  // OP_MDS_LEASE_REGISTER: leases for `client`, revoked at `callback_nid`. Replaces an
+  // earlier registration (and drops its leases). kInval for a NID that does not parse.
+  Status Register(const std::string& client, const std::string& callback_nid);
+  bool Registered(const std::string& client) const;
+  // Drops every lease of `client` and its registration.
+  void Forget(const std::string& client);
+
+  // The change stamp to pass to Grant, taken before the read the lease will cover.
+  uint64_t Snapshot() const;
+  // A lease of `kind` over `ino` for `client`, in ms (0: none: the client is not registered,
+  // another client changed it after `snapshot`, it is contended, or the client has too many).
+  uint32_t Grant(const std::string& client, Kind kind, uint64_t ino, uint64_t snapshot);
+
+  // Revokes every lease over `changes` held by a client other than `requester`, and waits
+  // until each holder answered or timed out. requester "" is nobody (background work).
+  void Revoke(const std::string& requester, const MdChanges& changes);
+  // The same without waiting, from the revoker thread (for commits outside a capture).
+  void RevokeLater(MdChanges changes);
+
+  struct Counters {
+    uint64_t granted = 0;
+    uint64_t refused = 0;           // asked for and not granted (race, contention, limit)
+    uint64_t revocations = 0;       // OP_CLIENT_LEASE_REVOKE sent
+    uint64_t revoke_failures = 0;   // ... that were not answered in time
+    size_t held = 0;                // leases held now (expired ones included until swept)
+    size_t clients = 0;             // registered clients
+  };
+  Counters counters() const;
+
+ private:
+  struct Key {
+    Kind kind;
+    uint64_t ino;
+    bool operator==(const Key& o) const { return kind == o.kind && ino == o.ino; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()(k.ino * 2 + static_cast<uint64_t>(k.kind));
+    }
+  };
+  struct Resource {
+    std::unordered_map<std::string, Clock::time_point> holders;  // client -> expiry
+    uint64_t changed_stamp = 0;       // Stamp of the last change, by changed_by
+    std::string changed_by;
+    Clock::time_point changed_at{};
+    Clock::time_point contended_until{};
+  };
+  // Per client: the directories and inodes to revoke there.
+  using Who = std::map<std::string, std::pair<std::vector<uint64_t>, std::vector<uint64_t>>>;
+  struct ClientState {
+    std::string nid;
+    std::shared_ptr<lnet::RpcClient> rpc;
+    size_t held = 0;
+  };
+
+  // Takes the holders to revoke (grouped by client) and marks the resources changed.
+  Who TakeHolders(const std::string& requester, const MdChanges& changes);
+  void SendRevocations(const Who& who);
+  void Sweep(Clock::time_point now);  // REQUIRES mu_
+  void ForgetLocked(const std::string& client);
+  void RunRevoker();
+
+  const LeaseOptions options_;
+  mutable std::mutex mu_;
+  uint64_t stamp_ = 0;                                          // GUARDED_BY(mu_)
+  std::unordered_map<Key, Resource, KeyHash> resources_;        // GUARDED_BY(mu_)
+  std::unordered_map<std::string, ClientState> clients_;        // GUARDED_BY(mu_)
+  Clock::time_point next_sweep_{};                              // GUARDED_BY(mu_)
+  // The newest stamp of a change forgotten by Sweep: a read that began before it gets no lease.
+  uint64_t purge_floor_ = 0;                                    // GUARDED_BY(mu_)
+  Counters counters_;                                           // GUARDED_BY(mu_)
+
+  std::mutex later_mu_;
+  std::condition_variable later_cv_;
+  std::deque<Who> later_who_;                                   // GUARDED_BY(later_mu_)
+  bool stop_ = false;                                           // GUARDED_BY(later_mu_)
+  std::thread revoker_;
+};
+
+}  // namespace stria::mds

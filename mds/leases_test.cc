@@ -1,0 +1,226 @@
+// LeaseTable: grants, the race and contention rules, and revocations sent over real RPC to
+// a callback server (what a FUSE mount runs), including one that never answers.
+#include "mds/leases.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <mutex>
+#include <set>
+
+#include "lnet/rpc_server.h"
+#include "mds/mds_test_util.h"
+#include "mds/schema.h"
+#include "proto/stria.pb.h"
+
+namespace stria::mds {
+namespace {
+
+using Kind = LeaseTable::Kind;
+
+// A client's callback server that records what it was told to forget.
+class Callbacks {
+ public:
+  Callbacks() : server_(lnet::ServerOptions{.name = "test-callbacks", .fsname = "fs"}) {
+    server_.Register<proto::LeaseRevokeRequest, proto::LeaseRevokeReply>(
+        proto::OP_CLIENT_LEASE_REVOKE,
+        [this](lnet::RpcContext&, const proto::LeaseRevokeRequest& req,
+               proto::LeaseRevokeReply*) {
+          std::lock_guard lock(mu_);
+          ++calls_;
+          dirs_.insert(req.dirs().begin(), req.dirs().end());
+          inos_.insert(req.inos().begin(), req.inos().end());
+          return Status::Ok();
+        });
+    Status st = server_.Start(lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", 0});
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  std::string nid() const { return "127.0.0.1@tcp:" + std::to_string(server_.port()); }
+  int calls() const {
+    std::lock_guard lock(mu_);
+    return calls_;
+  }
+  std::set<uint64_t> dirs() const {
+    std::lock_guard lock(mu_);
+    return dirs_;
+  }
+  std::set<uint64_t> inos() const {
+    std::lock_guard lock(mu_);
+    return inos_;
+  }
+
+ private:
+  lnet::RpcServer server_;
+  mutable std::mutex mu_;
+  int calls_ = 0;
+  std::set<uint64_t> dirs_, inos_;
+};
+
+MdChanges Changes(std::set<uint64_t> dirs, std::set<uint64_t> inos) {
+  MdChanges c;
+  c.dirs = std::move(dirs);
+  c.inos = std::move(inos);
+  return c;
+}
+
+LeaseOptions Options() {
+  LeaseOptions o;
+  o.lease_ms = 30'000;
+  o.revoke_timeout_ms = 300;
+  o.contended_ms = 60'000;
+  o.fsname = "fs";
+  return o;
+}
+
+TEST(LeaseTableTest, OnlyRegisteredClientsGetLeases) {
+  LeaseTable t(Options());
+  Callbacks a;
+  EXPECT_EQ(t.Grant("A", Kind::kEntry, 10, t.Snapshot()), 0u);
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  EXPECT_EQ(t.Grant("A", Kind::kEntry, 10, t.Snapshot()), 30'000u);
+  EXPECT_EQ(t.Grant("A", Kind::kAttr, 0, t.Snapshot()), 0u) << "inode 0 is nothing";
+  EXPECT_FALSE(t.Register("B", "not a nid").ok());
+  EXPECT_FALSE(t.Registered("B"));
+}
+
+TEST(LeaseTableTest, ChangesAreRevokedFromOtherHoldersOnlyAndExactly) {
+  LeaseTable t(Options());
+  Callbacks a, b;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  ASSERT_TRUE(t.Register("B", b.nid()).ok());
+  ASSERT_GT(t.Grant("A", Kind::kEntry, 10, t.Snapshot()), 0u);
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 11, t.Snapshot()), 0u);
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 12, t.Snapshot()), 0u);
+  ASSERT_GT(t.Grant("B", Kind::kEntry, 10, t.Snapshot()), 0u);
+
+  // B changes directory 10 and inode 11: A is told (and waits for nothing else), B is not.
+  t.Revoke("B", Changes({10}, {11, 99}));
+  EXPECT_EQ(a.calls(), 1);
+  EXPECT_EQ(a.dirs(), std::set<uint64_t>({10}));
+  EXPECT_EQ(a.inos(), std::set<uint64_t>({11})) << "only what A held";
+  EXPECT_EQ(b.calls(), 0) << "the requester keeps its own leases";
+
+  // A no longer holds 10 or 11: a second change revokes nothing more.
+  t.Revoke("B", Changes({10}, {11}));
+  EXPECT_EQ(a.calls(), 1);
+  // A change by nobody (background work) reaches every holder, B's too.
+  t.Revoke("", Changes({10}, {12}));
+  EXPECT_EQ(a.calls(), 2);
+  EXPECT_EQ(a.inos(), std::set<uint64_t>({11, 12}));
+  EXPECT_EQ(b.calls(), 1);
+  EXPECT_EQ(b.dirs(), std::set<uint64_t>({10}));
+  EXPECT_EQ(t.counters().revocations, 3u);
+}
+
+TEST(LeaseTableTest, AReadThatStraddlesAnotherClientsChangeGetsNoLease) {
+  LeaseTable t(Options());
+  Callbacks a, b;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  ASSERT_TRUE(t.Register("B", b.nid()).ok());
+  const uint64_t before = t.Snapshot();  // A's read begins...
+  t.Revoke("B", Changes({}, {5}));        // ...B changes inode 5 meanwhile...
+  EXPECT_EQ(t.Grant("A", Kind::kAttr, 5, before), 0u) << "A may have read the old inode";
+  EXPECT_GT(t.Grant("B", Kind::kAttr, 5, before), 0u) << "B's own change is no race for B";
+  EXPECT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u) << "a read after the change";
+  EXPECT_GT(t.Grant("A", Kind::kAttr, 6, before), 0u) << "another inode is unaffected";
+  EXPECT_EQ(t.counters().refused, 1u);
+}
+
+TEST(LeaseTableTest, WhatWasRevokedIsContendedAndGetsNoNewLeases) {
+  LeaseTable t(Options());
+  Callbacks a, b;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  ASSERT_TRUE(t.Register("B", b.nid()).ok());
+  ASSERT_GT(t.Grant("A", Kind::kEntry, 7, t.Snapshot()), 0u);
+  t.Revoke("B", Changes({7}, {}));
+  ASSERT_EQ(a.calls(), 1);
+  EXPECT_EQ(t.Grant("A", Kind::kEntry, 7, t.Snapshot()), 0u);
+  EXPECT_EQ(t.Grant("B", Kind::kEntry, 7, t.Snapshot()), 0u);
+  // So B's next creates in directory 7 revoke nothing and wait for nobody.
+  t.Revoke("B", Changes({7}, {}));
+  EXPECT_EQ(a.calls(), 1);
+}
+
+TEST(LeaseTableTest, AHolderThatDoesNotAnswerLosesEveryLeaseOnce) {
+  LeaseTable t(Options());
+  Callbacks a;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  // C registered a callback address where nothing listens.
+  ASSERT_TRUE(t.Register("C", "127.0.0.1@tcp:1").ok());
+  ASSERT_GT(t.Grant("C", Kind::kEntry, 1, t.Snapshot()), 0u);
+  ASSERT_GT(t.Grant("C", Kind::kAttr, 2, t.Snapshot()), 0u);
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 3, t.Snapshot()), 0u);
+  t.Revoke("A", Changes({1}, {}));
+  EXPECT_EQ(t.counters().revoke_failures, 1u);
+  EXPECT_FALSE(t.Registered("C")) << "C must register again (its keepalive tells it)";
+  EXPECT_EQ(t.Grant("C", Kind::kAttr, 4, t.Snapshot()), 0u);
+  // C's other lease went with it: changing inode 2 asks nobody.
+  t.Revoke("A", Changes({}, {2}));
+  EXPECT_EQ(t.counters().revocations, 1u);
+  EXPECT_EQ(t.counters().held, 1u) << "A's lease on inode 3 stays";
+}
+
+TEST(LeaseTableTest, CommitsOutsideACaptureAreRevokedInTheBackground) {
+  LeaseTable t(Options());
+  Callbacks a;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 8, t.Snapshot()), 0u);
+  t.RevokeLater(Changes({}, {8}));
+  for (int i = 0; i < 200 && a.calls() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(a.inos(), std::set<uint64_t>({8}));
+}
+
+TEST(LeaseTableTest, ACaptureGathersWhatNestedCommitsChanged) {
+  MdChanges outer;
+  ScopedChangeCapture c1(&outer);
+  EXPECT_EQ(ScopedChangeCapture::Active(), &outer);
+  {
+    MdChanges inner;
+    ScopedChangeCapture c2(&inner);
+    EXPECT_EQ(ScopedChangeCapture::Active(), &inner);
+  }
+  EXPECT_EQ(ScopedChangeCapture::Active(), &outer);
+}
+
+TEST(LeaseTableTest, CommitsReportTheDirectoriesAndInodesTheyChange) {
+  testing::MdsFixture f;
+  f.AddOsts(2);
+  const uint64_t d = f.Mkdir(kRootIno, "d").attr().ino();
+  MdChanges created;
+  proto::EntryReply file;
+  {
+    ScopedChangeCapture capture(&created);
+    ASSERT_TRUE(f.Create(d, "f", S_IFREG | 0644, testing::Root(), &file).ok());
+  }
+  const uint64_t ino = file.attr().ino();
+  EXPECT_EQ(created.dirs, std::set<uint64_t>({d}));
+  EXPECT_EQ(created.inos, std::set<uint64_t>({d, ino})) << "the new file and its parent's times";
+
+  MdChanges renamed;
+  {
+    ScopedChangeCapture capture(&renamed);
+    ASSERT_TRUE(f.Rename(d, "f", kRootIno, "g").ok());
+  }
+  EXPECT_EQ(renamed.dirs, std::set<uint64_t>({d, kRootIno}));
+  EXPECT_TRUE(renamed.inos.count(ino)) << "the moved file's ctime";
+
+  // Without a capture, the namespace's listener gets them (background work).
+  MdChanges heard;
+  f.ns().set_change_listener([&heard](MdChanges c) { heard.Merge(c); });
+  ASSERT_TRUE(f.Unlink(kRootIno, "g", false).ok());
+  f.ns().set_change_listener(nullptr);
+  EXPECT_EQ(heard.dirs, std::set<uint64_t>({kRootIno}));
+  EXPECT_TRUE(heard.inos.count(ino));
+  // A failed change changes nothing and reports nothing.
+  MdChanges failed;
+  {
+    ScopedChangeCapture capture(&failed);
+    EXPECT_FALSE(f.Unlink(kRootIno, "missing", false).ok());
+  }
+  EXPECT_TRUE(failed.empty());
+}
+
+}  // namespace
+}  // namespace stria::mds
