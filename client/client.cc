@@ -312,9 +312,9 @@ class ClientImpl final : public Client, private OstTransport {
     const auto deadline = Clock::now() + std::chrono::milliseconds(
                                              bounded ? deadline_ms : config_.rpc.retry_deadline_ms);
     auto left_ms = [&] {
-      return std::max<int>(1, static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                                    deadline - Clock::now())
-                                                    .count()));
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      return std::max<int>(1, static_cast<int>(left.count()));
     };
     for (int attempt = 0;; ++attempt) {
       auto rpc = Ost(ost_idx);

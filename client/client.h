@@ -79,7 +79,8 @@ class Client {
   // Reads [offset, offset+buf.size()) of a file of `file_size` bytes into buf: returns the
   // bytes read (short only at end of file); holes read as zeros.
   // *missing_object: see StripedIo::Read.
-  // capas: the open's OSS capabilities (client/capa.h), null when the cluster has no key;
+  // capas: the open's OSS capabilities (client/capa.h; without a key it carries only the
+  // open's credentials and handle, for the mirror code's stale marks), or null;
   // the same for every data call below.
   virtual Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
                               std::span<uint8_t> buf, bool* missing_object = nullptr,

@@ -56,7 +56,9 @@ class FakeCluster : public OstTransport {
         if (corrupt_.count(ost)) return Status(Code::kCorrupt, "checksum mismatch");
         const auto& obj = objects_[{ost, req.object().object_id()}];
         uint64_t n = 0;
-        if (req.offset() < obj.size()) n = std::min<uint64_t>(req.length(), obj.size() - req.offset());
+        if (req.offset() < obj.size()) {
+          n = std::min<uint64_t>(req.length(), obj.size() - req.offset());
+        }
         std::memcpy(bulk.in.data(), obj.data() + req.offset(), n);
         *bulk.in_len = n;
         proto::OstIoReply rep;

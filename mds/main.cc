@@ -296,9 +296,9 @@ int main(int argc, char** argv) {
   }
   LOG_INFO("signal {}: stopping", sig);
   metrics.Stop();
+  resync.Stop();  // first: a copy an lfs request runs stops too, so the server stops soon
   server.Stop();
   sessions.Stop();
-  resync.Stop();
   queue.Stop();
   ns->reset();  // closes RocksDB
   LOG_INFO("stopped");

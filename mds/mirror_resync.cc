@@ -349,7 +349,10 @@ void MirrorResync::Run() {
         failures_.erase(ino);
         continue;
       }
-      const int n = std::min(++failures_[ino], 5);
+      // A file open for writing is looked at again soon (the check costs no copy); a
+      // failed copy waits longer each time.
+      const bool busy = done.status().code() == Code::kBusy;
+      const int n = busy ? 1 : std::min(++failures_[ino], 5);
       const int64_t wait_ms = std::min<int64_t>(options_.max_backoff_ms, 1000ll << n);
       retry_at_ns_[ino] = Namespace::NowNs() + wait_ms * 1'000'000;
       if (done.status().code() != Code::kBusy) {

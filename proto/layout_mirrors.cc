@@ -197,7 +197,9 @@ std::vector<MirrorPiece> PlanMirrorRead(const proto::Layout& l, uint64_t offset,
         if (MirrorIdOf(c.id()) != m || c.start() > a || a >= c.end()) continue;
         if (!Instantiated(c)) break;
         bool is_stale = false;
-        for (const ByteSpan& s : StaleSpans(c)) is_stale = is_stale || Overlaps(s.start, s.end, a, b);
+        for (const ByteSpan& s : StaleSpans(c)) {
+          is_stale = is_stale || Overlaps(s.start, s.end, a, b);
+        }
         if (is_stale) {
           stale.push_back(m);
         } else {

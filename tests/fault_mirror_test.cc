@@ -7,11 +7,14 @@
 //      finds every file's mirrors identical;
 //   2. a bit flipped in one mirror's object on disk: reads return the right bytes, the
 //      damage is reported and repaired from the other mirror, and lctl scrub then finds
-//      nothing;
+//      nothing; a bit flipped in the other mirror, which no read meets, is found by
+//      lctl scrub --repair and repaired the same way;
 //   3. both OSSes killed: a write+fsync to a mirrored file fails as one to an unmirrored file
 //      does (EIO after the mount's timeout), and every file acknowledged before reads back
 //      exact once they return;
-//   4. (where `ip netns` works) one OSS cut off by a network partition longer than the
+//   4. lfs mirror extend of a file a reader keeps reading (no error, right bytes, the new
+//      mirror identical), then lfs mirror split into two files that read the same;
+//   5. (where `ip netns` works) one OSS cut off by a network partition longer than the
 //      mirror timeout while a file is written: no error to the writer, the bytes exact, and
 //      the resync after the heal makes the mirrors identical.
 // The writers are child processes: the test process holds no file open in the mount while it
@@ -27,6 +30,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,6 +38,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "lnet/auth.h"
 #include "proto/layout_mirrors.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
@@ -68,6 +73,13 @@ class MirrorFaultTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!HaveFuse()) GTEST_SKIP() << "no /dev/fuse on this machine";
+    // With a cluster key and OSS capabilities: the MDS grants them for every mirror's
+    // objects, and its resync writes under its own.
+    char tmpl[] = "/tmp/stria-mirror-key.XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    key_dir_ = tmpl;
+    const std::string capa_key = key_dir_ + "/capa.key";
+    ASSERT_TRUE(lnet::WriteNewKeyFile(capa_key, false).ok());
     ClusterOptions o;
     o.tag = "mirror";
     o.fsname = "mirrorfs";
@@ -75,8 +87,12 @@ class MirrorFaultTest : public ::testing::Test {
     o.osts_per_oss = 1;
     o.num_mounts = 2;
     o.fuse_options = {"mirror_timeout=1"};
+    o.cluster_key = true;
+    o.mds_args = {"--capa-key-file", capa_key};
+    o.oss_args = {"--capa-key-file", capa_key};
     Status st = StartWithClient(o, &cluster_, &client_);
     ASSERT_TRUE(st.ok()) << st.ToString();
+    setenv("STRIA_KEY_FILE", cluster_->key_file().c_str(), 1);  // for lfs and lctl
     void* mem = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
                      -1, 0);
     ASSERT_NE(mem, MAP_FAILED);
@@ -84,6 +100,9 @@ class MirrorFaultTest : public ::testing::Test {
   }
   void TearDown() override {
     if (shared_ != nullptr) munmap(shared_, sizeof(Shared));
+    unsetenv("STRIA_KEY_FILE");
+    cluster_.reset();
+    if (!key_dir_.empty()) std::filesystem::remove_all(key_dir_);
   }
 
   std::string P(const std::string& rel, int m = 0) const {
@@ -121,6 +140,7 @@ class MirrorFaultTest : public ::testing::Test {
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<client::Client> client_;
   Shared* shared_ = nullptr;
+  std::string key_dir_;
 };
 
 TEST_F(MirrorFaultTest, KillingOneOssLosesNothingAndTheMirrorsResyncByThemselves) {
@@ -241,6 +261,9 @@ TEST_F(MirrorFaultTest, AFlippedBitIsReadAroundRepairedAndScrubbedClean) {
   std::vector<uint8_t> got;
   ASSERT_EQ(ReadFile(P("m/victim"), &got), 0) << "a damaged mirror made the read fail";
   EXPECT_EQ(FirstDiff(got, data), -1);
+  r = Lctl({"get_param", "-n", "llite.*.mirror_stats"});
+  EXPECT_NE(r.out.find("damaged_reads: "), std::string::npos) << r.out << r.err;
+  EXPECT_EQ(r.out.find("damaged_reads: 0\n"), std::string::npos) << r.out;
   // The damage was reported, and the MDS rewrites it from mirror 2: scrub ends up clean.
   const bool clean = WaitFor([&] { return Lctl({"scrub"}).exit_code == 0; });
   r = Lctl({"scrub"});
@@ -251,6 +274,20 @@ TEST_F(MirrorFaultTest, AFlippedBitIsReadAroundRepairedAndScrubbedClean) {
   EXPECT_EQ(r.out, std::string(data.begin(), data.end())) << "mirror 1 was not repaired";
   r = Lfs({"mirror", "verify", P("m/victim")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+
+  // Damage no read meets (mirror 2's copy) is found by the scrub, and --repair hands it to
+  // the same resync.
+  const proto::StripeObject obj2 = MirrorView(e->layout(), 2).components(0).layout().objects(0);
+  ASSERT_EQ(
+      FlipBit(ObjectFilePath(cluster_->ost_dir(obj2.ost_idx()), obj2.object_id()), 300'000), 0);
+  r = Lctl({"scrub", "--repair"});
+  EXPECT_EQ(r.exit_code, EIO) << r.out << r.err;
+  EXPECT_NE(r.out.find("mirror 2 handed to the resync"), std::string::npos) << r.out << r.err;
+  const bool repaired = WaitFor([&] { return Lctl({"scrub"}).exit_code == 0; });
+  EXPECT_TRUE(repaired) << Lctl({"scrub"}).out << ResyncParam();
+  r = Lfs({"mirror", "read", "--mirror-id", "2", P("m/victim")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string(data.begin(), data.end())) << "mirror 2 was not repaired";
 }
 
 TEST_F(MirrorFaultTest, BothOssesDownFailLikeAnUnmirroredFileAndLoseNothing) {
@@ -290,6 +327,59 @@ TEST_F(MirrorFaultTest, BothOssesDownFailLikeAnUnmirroredFileAndLoseNothing) {
   r = Lfs({"mirror", "verify", P("m/a")});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   Note("files read back");
+}
+
+TEST_F(MirrorFaultTest, ExtendUnderAReaderThenSplitIntoTwoFiles) {
+  ASSERT_EQ(mkdir(P("p").c_str(), 0755), 0);
+  const std::vector<uint8_t> data = Pattern(3 << 20, 21);
+  ASSERT_EQ(WriteFile(P("p/f"), data, 1 << 20, /*fsync_it=*/true), 0);
+  // A reader in a child process reads the file over and over while it gains a mirror.
+  Shared* sh = shared_;
+  const std::string f = P("p/f");
+  const pid_t reader = fork();
+  ASSERT_GE(reader, 0);
+  if (reader == 0) {
+    while (sh->killed.load() == 0) {
+      std::vector<uint8_t> got;
+      const int e = ReadFile(f, &got);
+      if (e != 0 || FirstDiff(got, data) != -1) {
+        sh->err = e != 0 ? e : EILSEQ;
+        _exit(1);
+      }
+      sh->acked.fetch_add(1);
+    }
+    _exit(0);
+  }
+  while (sh->acked.load() < 2) usleep(10'000);
+  CommandResult r = Lfs({"mirror", "extend", "-N", f});
+  const int reads_at_extend = sh->acked.load();
+  while (sh->acked.load() < reads_at_extend + 2 && sh->err.load() == 0) usleep(10'000);
+  sh->killed = 1;
+  int status = 0;
+  waitpid(reader, &status, 0);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the reader failed during the extend: " << strerror(sh->err.load());
+  r = Lfs({"getstripe", f});
+  EXPECT_NE(r.out.find("lcm_mirror_count:  2"), std::string::npos) << r.out;
+  r = Lfs({"mirror", "verify", "-v", f});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("identical on mirrors 1 2"), std::string::npos) << r.out;
+
+  // Split the original copy off into a file of its own: both read the same bytes.
+  r = Lfs({"mirror", "split", "--mirror-id", "1", f});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(f, &got), 0);
+  EXPECT_EQ(FirstDiff(got, data), -1);
+  ASSERT_EQ(ReadFile(P("p/f.mirror~1"), &got), 0);
+  EXPECT_EQ(FirstDiff(got, data), -1);
+  r = Lfs({"getstripe", f});
+  EXPECT_NE(r.out.find("lcm_mirror_count:  1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lcme_mirror_id:      2"), std::string::npos) << r.out;
+  // The last mirror cannot be split away.
+  r = Lfs({"mirror", "split", "--mirror-id", "2", "-d", f});
+  EXPECT_NE(r.exit_code, 0);
 }
 
 TEST(MirrorPartitionTest, APartitionLongerThanTheMirrorTimeoutCostsTheWriterNothing) {

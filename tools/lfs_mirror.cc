@@ -183,7 +183,9 @@ int Split(int argc, char** argv) {
     }
   }
   if (mirror == 0) return UsageError("mirror split", "missing --mirror-id");
-  if (destroy && !new_file.empty()) return UsageError("mirror split", "-d and -f exclude each other");
+  if (destroy && !new_file.empty()) {
+    return UsageError("mirror split", "-d and -f exclude each other");
+  }
   if (optind + 1 != argc) return UsageError("mirror split", "give exactly one FILE");
   const std::string path = argv[optind];
   ToolSession session;
