@@ -261,7 +261,8 @@ TEST_F(MirrorFaultTest, AFlippedBitIsReadAroundRepairedAndScrubbedClean) {
   std::vector<uint8_t> got;
   ASSERT_EQ(ReadFile(P("m/victim"), &got), 0) << "a damaged mirror made the read fail";
   EXPECT_EQ(FirstDiff(got, data), -1);
-  r = Lctl({"get_param", "-n", "llite.*.mirror_stats"});
+  // (this filesystem's mount only: other tests' mounts may be on this host too)
+  r = Lctl({"get_param", "-n", "llite.mirrorfs-*.mirror_stats"});
   EXPECT_NE(r.out.find("damaged_reads: "), std::string::npos) << r.out << r.err;
   EXPECT_EQ(r.out.find("damaged_reads: 0\n"), std::string::npos) << r.out;
   // The damage was reported, and the MDS rewrites it from mirror 2: scrub ends up clean.
