@@ -102,7 +102,10 @@ uint32_t LeaseTable::Grant(const std::string& client, Kind kind, uint64_t ino,
     return 0;
   }
   Resource& r = resources_[Key{kind, ino}];
-  if ((r.changed_stamp > snapshot && r.changed_by != client) || now < r.contended_until ||
+  // While contended, only the client whose change it was (the one changing it now) gets
+  // leases: its own changes revoke nothing.
+  if ((r.changed_stamp > snapshot && r.changed_by != client) ||
+      (now < r.contended_until && r.changed_by != client) ||
       c->second.held >= options_.max_per_client) {
     ++counters_.refused;
     return 0;

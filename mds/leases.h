@@ -15,8 +15,9 @@
 // returned before the read and refuses a lease over anything another client changed since.
 //
 // Contention. Revoking a lease makes what it covered "contended" for contended_ms: no new
-// leases over it, so a directory many clients create in (a checkpoint directory) costs one
-// revocation per holder, not one per create.
+// leases over it but to the client that changed it last (whose own changes revoke nothing),
+// so a directory many clients create in (a checkpoint directory) costs one revocation per
+// holder, not one per create.
 //
 // What a change touched comes from Txn::Commit: inside a ScopedChangeCapture (the MDS's
 // request handlers) it is gathered for the handler to revoke before its reply; a commit

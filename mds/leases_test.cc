@@ -135,10 +135,16 @@ TEST(LeaseTableTest, WhatWasRevokedIsContendedAndGetsNoNewLeases) {
   t.Revoke("B", Changes({7}, {}));
   ASSERT_EQ(a.calls(), 1);
   EXPECT_EQ(t.Grant("A", Kind::kEntry, 7, t.Snapshot()), 0u);
-  EXPECT_EQ(t.Grant("B", Kind::kEntry, 7, t.Snapshot()), 0u);
-  // So B's next creates in directory 7 revoke nothing and wait for nobody.
+  // So B's next creates in directory 7 revoke nothing and wait for nobody; B itself, whose
+  // changes revoke nothing of its own, still gets leases there.
   t.Revoke("B", Changes({7}, {}));
   EXPECT_EQ(a.calls(), 1);
+  EXPECT_GT(t.Grant("B", Kind::kEntry, 7, t.Snapshot()), 0u);
+  // When A changes it in turn, B is revoked once and A becomes the one that may cache it.
+  t.Revoke("A", Changes({7}, {}));
+  EXPECT_EQ(b.calls(), 1);
+  EXPECT_EQ(t.Grant("B", Kind::kEntry, 7, t.Snapshot()), 0u);
+  EXPECT_GT(t.Grant("A", Kind::kEntry, 7, t.Snapshot()), 0u);
 }
 
 TEST(LeaseTableTest, AHolderThatDoesNotAnswerLosesEveryLeaseOnce) {

@@ -86,6 +86,11 @@ void GrantLeases(LeaseTable& leases, const std::string& client, uint64_t snapsho
     if (rep->attr().ino() != 0) {
       rep->set_attr_lease_ms(leases.Grant(client, Kind::kAttr, rep->attr().ino(), snapshot));
     }
+    if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
+      if (S_ISDIR(rep->attr().mode())) {
+        rep->set_dir_lease_ms(leases.Grant(client, Kind::kEntry, rep->attr().ino(), snapshot));
+      }
+    }
   } else if constexpr (std::is_same_v<Req, proto::GetattrRequest>) {
     rep->set_attr_lease_ms(leases.Grant(client, Kind::kAttr, req.ino(), snapshot));
   }
@@ -261,6 +266,21 @@ void MdsService::Register(lnet::RpcServer* server) {
                  [md] { md->stats.Clear(); });
   registry_->Add(mdt + ".job_stats", [md] { return md->jobs.Format(); },
                  [md] { md->jobs.Clear(); });
+  if (LeaseTable* leases = options_.leases.get()) {
+    // Stria's own: the metadata leases (docs/consistency.md#leases), lctl get_param
+    // mdt.*.md_leases.
+    registry_->Add(
+        mdt + ".md_leases",
+        [leases] {
+          const LeaseTable::Counters c = leases->counters();
+          return fmt::format(
+              "lease_ms: {}\nclients: {}\nheld: {}\ngranted: {}\nrefused: {}\n"
+              "revocations: {}\nrevoke_failures: {}\n",
+              leases->options().lease_ms, c.clients, c.held, c.granted, c.refused,
+              c.revocations, c.revoke_failures);
+        },
+        [] {});
+  }
   lnet::RegisterStatsService(server, registry_.get());
   using namespace proto;  // NOLINT: opcode and message names
   Add(server, OP_MGS_REGISTER_OST, &RegisterOst);

@@ -1,5 +1,7 @@
 #include "mds/namespace.h"
 
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
 #include <sys/stat.h>
 
 #include <chrono>

@@ -102,6 +102,12 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
                          fuse_entry_param* e) {
   const LeaseCache::Stamp stamp = LeaseBegin();
   const bool leased = leases_ != nullptr && leases_->enabled();
+  if (double t = 0; leased && leases_->KnownAbsent(parent, name, &t)) {
+    // A directory this mount made and alone changed: its names are all known here.
+    std::memset(e, 0, sizeof(*e));
+    e->entry_timeout = t;
+    return Status::Ok();
+  }
   STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
                          md_.Lookup(Cred(req), parent, name, /*negative_ok=*/leased));
   if (rep.attr().ino() == 0) {
@@ -267,17 +273,34 @@ Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, 
   proto::EntryReply local;
   proto::EntryReply& rep = open_reply != nullptr ? *open_reply : local;
   const LeaseCache::Stamp stamp = LeaseBegin();
-  STRIA_ASSIGN_OR_RETURN(rep, md_.Create(Cred(req), args));
+  auto created = md_.Create(Cred(req), args);
+  if (!created.ok()) {
+    if (leases_ != nullptr) leases_->DirUnsure(parent);
+    return created.status();
+  }
+  rep = std::move(*created);
   if (rep.has_parent_attr()) dir_attrs_.Put(rep.parent_attr());
   FillEntry(rep, parent, name, stamp, e);
+  if (leases_ != nullptr) {
+    leases_->NameAdded(parent, name, rep.entry_lease_ms(), stamp);
+    if (S_ISDIR(mode)) leases_->DirCreated(rep.attr().ino(), rep.dir_lease_ms(), stamp);
+  }
   return Status::Ok();
 }
 
 Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const char* name,
                        fuse_entry_param* e) {
   LliteOp counted(&llite_, kLlLink);
-  STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
-                         md_.Link(Cred(req), ino, new_parent, name));
+  auto linked = md_.Link(Cred(req), ino, new_parent, name);
+  if (leases_ != nullptr) {
+    if (linked.ok()) {
+      leases_->NameAdded(new_parent, name, 0, LeaseCache::Stamp{});
+    } else {
+      leases_->DirUnsure(new_parent);
+    }
+  }
+  STRIA_RETURN_IF_ERROR(linked.status());
+  const proto::EntryReply& rep = *linked;
   if (rep.has_parent_attr()) dir_attrs_.Put(rep.parent_attr());
   FillEntry(rep.attr(), &rep.layout(), e);
   return Status::Ok();
@@ -285,7 +308,17 @@ Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const 
 
 Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir) {
   LliteOp counted(&llite_, is_dir ? kLlRmdir : kLlUnlink);
-  STRIA_ASSIGN_OR_RETURN(proto::UnlinkReply rep, md_.Unlink(Cred(req), parent, name, is_dir));
+  auto unlinked = md_.Unlink(Cred(req), parent, name, is_dir);
+  if (leases_ != nullptr) {
+    if (unlinked.ok()) {
+      leases_->NameRemoved(parent, name);
+      if (is_dir) leases_->DirUnsure(unlinked->attr().ino());
+    } else {
+      leases_->DirUnsure(parent);
+    }
+  }
+  STRIA_RETURN_IF_ERROR(unlinked.status());
+  const proto::UnlinkReply& rep = *unlinked;
   if (is_dir) dir_attrs_.Drop(rep.attr().ino());
   if (rep.has_parent_attr()) {
     dir_attrs_.Put(rep.parent_attr());
@@ -302,6 +335,15 @@ Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
   // A moved directory changes too (its ctime, its ".."), and its number is not known here:
   // forget every directory. After the call, so no reply that raced it brings one back.
   dir_attrs_.Clear();
+  if (leases_ != nullptr) {
+    if (!st.ok()) {
+      leases_->DirUnsure(parent);
+      leases_->DirUnsure(new_parent);
+    } else if ((flags & RENAME_EXCHANGE) == 0) {  // an exchange keeps both names
+      leases_->NameRemoved(parent, name);
+      leases_->NameAdded(new_parent, new_name, 0, LeaseCache::Stamp{});
+    }
+  }
   return st;
 }
 

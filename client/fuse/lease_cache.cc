@@ -123,11 +123,107 @@ LeaseCache::Stamp LeaseCache::Begin() const {
   return Stamp{epoch_, Clock::now()};
 }
 
+LeaseCache::Clock::time_point LeaseCache::Until(uint32_t lease_ms, const Stamp& stamp) const {
+  return stamp.sent +
+         std::chrono::microseconds(static_cast<int64_t>(lease_ms * 1000.0 * kLeaseShare));
+}
+
 double LeaseCache::Remaining(uint32_t lease_ms, const Stamp& stamp, double fallback) const {
-  const auto until = stamp.sent + std::chrono::microseconds(
-                                      static_cast<int64_t>(lease_ms * 1000.0 * kLeaseShare));
-  const double left = std::chrono::duration<double>(until - Clock::now()).count();
+  const double left =
+      std::chrono::duration<double>(Until(lease_ms, stamp) - Clock::now()).count();
   return std::max(left, fallback);
+}
+
+void LeaseCache::DirCreated(uint64_t dir, uint32_t dir_lease_ms, const Stamp& stamp) {
+  if (dir_lease_ms == 0 || !enabled()) return;
+  std::lock_guard lock(mu_);
+  if (epoch_ != stamp.epoch) return;
+  DropCompleteLocked(dir);
+  complete_[dir].until = Until(dir_lease_ms, stamp);
+}
+
+void LeaseCache::NameAdded(uint64_t dir, std::string_view name, uint32_t entry_lease_ms,
+                           const Stamp& stamp) {
+  std::lock_guard lock(mu_);
+  auto it = complete_.find(dir);
+  if (it == complete_.end()) return;
+  if (complete_names_ + cached_ >= options_.max_cached) {
+    DropCompleteLocked(dir);
+    return;
+  }
+  if (it->second.names.emplace(name).second) ++complete_names_;
+  // The reply renewed the entry lease on the directory (unless a revocation came meanwhile,
+  // which for this directory would have ended its completeness already).
+  if (entry_lease_ms != 0 && epoch_ == stamp.epoch) {
+    it->second.until = std::max(it->second.until, Until(entry_lease_ms, stamp));
+  }
+}
+
+void LeaseCache::NameRemoved(uint64_t dir, std::string_view name) {
+  std::lock_guard lock(mu_);
+  auto it = complete_.find(dir);
+  if (it == complete_.end()) return;
+  if (it->second.names.erase(std::string(name)) != 0) --complete_names_;
+}
+
+void LeaseCache::DirUnsure(uint64_t dir) {
+  std::lock_guard lock(mu_);
+  DropCompleteLocked(dir);
+}
+
+void LeaseCache::SweepLocked(Clock::time_point now) {
+  if (now < next_sweep_) return;
+  next_sweep_ = now + std::chrono::seconds(5);
+  for (auto it = names_.begin(); it != names_.end();) {
+    if (it->second.until <= now) {
+      cached_ -= it->second.names.size();
+      it = names_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = attrs_.begin(); it != attrs_.end();) {
+    if (it->second <= now) {
+      --cached_;
+      it = attrs_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto it = complete_.begin(); it != complete_.end();) {
+    if (it->second.until <= now) {
+      complete_names_ -= it->second.names.size();
+      it = complete_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void LeaseCache::DropCompleteLocked(uint64_t dir) {
+  auto it = complete_.find(dir);
+  if (it == complete_.end()) return;
+  complete_names_ -= it->second.names.size();
+  complete_.erase(it);
+}
+
+bool LeaseCache::KnownAbsent(uint64_t dir, std::string_view name, double* timeout) {
+  if (!enabled()) return false;
+  std::lock_guard lock(mu_);
+  auto it = complete_.find(dir);
+  if (it == complete_.end()) return false;
+  const Clock::time_point now = Clock::now();
+  if (now >= it->second.until) {
+    DropCompleteLocked(dir);
+    return false;
+  }
+  if (it->second.names.count(std::string(name)) != 0) return false;
+  Named& n = names_[dir];
+  if (n.names.emplace(name).second) ++cached_;
+  n.until = std::max(n.until, it->second.until);
+  ++counters_.local_negatives;
+  *timeout = std::chrono::duration<double>(it->second.until - now).count();
+  return true;
 }
 
 double LeaseCache::EntryTimeout(uint64_t parent, std::string_view name, uint32_t lease_ms,
@@ -135,8 +231,11 @@ double LeaseCache::EntryTimeout(uint64_t parent, std::string_view name, uint32_t
   if (lease_ms == 0 || !enabled()) return options_.fallback_entry_s;
   std::lock_guard lock(mu_);
   // A revocation came while the request was out: what it read may predate the change.
+  SweepLocked(Clock::now());
   if (epoch_ != stamp.epoch || cached_ >= options_.max_cached) return options_.fallback_entry_s;
-  if (names_[parent].emplace(name).second) ++cached_;
+  Named& n = names_[parent];
+  if (n.names.emplace(name).second) ++cached_;
+  n.until = std::max(n.until, Until(lease_ms, stamp));
   ++counters_.long_timeouts;
   return Remaining(lease_ms, stamp, options_.fallback_entry_s);
 }
@@ -144,8 +243,14 @@ double LeaseCache::EntryTimeout(uint64_t parent, std::string_view name, uint32_t
 double LeaseCache::AttrTimeout(uint64_t ino, uint32_t lease_ms, const Stamp& stamp) {
   if (lease_ms == 0 || !enabled()) return options_.fallback_attr_s;
   std::lock_guard lock(mu_);
+  SweepLocked(Clock::now());
   if (epoch_ != stamp.epoch || cached_ >= options_.max_cached) return options_.fallback_attr_s;
-  if (attrs_.insert(ino).second) ++cached_;
+  auto [it, inserted] = attrs_.try_emplace(ino, Until(lease_ms, stamp));
+  if (inserted) {
+    ++cached_;
+  } else {
+    it->second = std::max(it->second, Until(lease_ms, stamp));
+  }
   ++counters_.long_timeouts;
   return Remaining(lease_ms, stamp, options_.fallback_attr_s);
 }
@@ -153,20 +258,23 @@ double LeaseCache::AttrTimeout(uint64_t ino, uint32_t lease_ms, const Stamp& sta
 uint64_t LeaseCache::QueueLocked(const std::vector<uint64_t>& dirs,
                                  const std::vector<uint64_t>& inos, bool all) {
   ++epoch_;
-  auto queue_dir = [this](uint64_t dir, std::unordered_set<std::string>& names) {
-    for (const std::string& n : names) queue_.push_back(Inval{dir, n, 0});
-    queued_seq_ += names.size();
-    cached_ -= names.size();
+  auto queue_dir = [this](uint64_t dir, Named& named) {
+    for (const std::string& n : named.names) queue_.push_back(Inval{dir, n, 0});
+    queued_seq_ += named.names.size();
+    cached_ -= named.names.size();
   };
   if (all) {
+    complete_.clear();
+    complete_names_ = 0;
     for (auto& [dir, names] : names_) queue_dir(dir, names);
     names_.clear();
-    for (uint64_t ino : attrs_) queue_.push_back(Inval{0, "", ino});
+    for (const auto& [ino, until] : attrs_) queue_.push_back(Inval{0, "", ino});
     queued_seq_ += attrs_.size();
     cached_ -= attrs_.size();
     attrs_.clear();
   } else {
     for (uint64_t d : dirs) {
+      DropCompleteLocked(d);
       auto it = names_.find(d);
       if (it == names_.end()) continue;
       queue_dir(d, it->second);
@@ -198,7 +306,9 @@ void LeaseCache::RunInvalidations() {
     Inval item = std::move(queue_.front());
     queue_.pop_front();
     lock.unlock();
-    if (item.ino != 0) {
+    if (se_ == nullptr) {
+      // No kernel to tell (tests of the bookkeeping alone).
+    } else if (item.ino != 0) {
       fuse_lowlevel_notify_inval_inode(se_, item.ino, -1, 0);  // attributes only
     } else {
       fuse_lowlevel_notify_inval_entry(se_, item.parent, item.name.data(), item.name.size());

@@ -70,7 +70,8 @@ class LeaseCache {
   LeaseCache& operator=(const LeaseCache&) = delete;
 
   // Starts the callback server on the local address that reaches `mds` and registers it.
-  // On failure the mount runs without leases (short timeouts), which is logged.
+  // On failure the mount runs without leases (short timeouts), which is logged. se null:
+  // no kernel is told anything (a test of the bookkeeping).
   Status Start(fuse_session* se, const lnet::Nid& mds);
   void Stop();
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
@@ -89,6 +90,20 @@ class LeaseCache {
                       const Stamp& stamp);
   double AttrTimeout(uint64_t ino, uint32_t lease_ms, const Stamp& stamp);
 
+  // Complete directories: one this mount created (empty, and under an entry lease from its
+  // mkdir reply) and that only this mount changed since is known name by name, so a lookup
+  // of a name not in it is answered here, without the MDS (a create's lookup, mostly). The
+  // mount reports each of its own changes; a revocation or anything it cannot follow (a
+  // change that failed) ends the completeness.
+  void DirCreated(uint64_t dir, uint32_t dir_lease_ms, const Stamp& stamp);
+  void NameAdded(uint64_t dir, std::string_view name, uint32_t entry_lease_ms,
+                 const Stamp& stamp);
+  void NameRemoved(uint64_t dir, std::string_view name);
+  void DirUnsure(uint64_t dir);
+  // True when `dir` is complete and has no `name`; *timeout is then how long the kernel may
+  // keep the absence (which is remembered, to be revoked with the lease).
+  bool KnownAbsent(uint64_t dir, std::string_view name, double* timeout);
+
   // The keepalive's answer (ClientSession::set_lease_check): not registered while leases are
   // on means they were lost: invalidate everything, register again.
   void CheckRegistered(bool registered);
@@ -97,6 +112,7 @@ class LeaseCache {
     uint64_t revocations = 0;     // OP_CLIENT_LEASE_REVOKE served
     uint64_t invalidated = 0;     // kernel entries and inodes invalidated
     uint64_t long_timeouts = 0;   // replies given a lease-long timeout
+    uint64_t local_negatives = 0; // lookups answered from a complete directory
     size_t cached = 0;            // names and inodes remembered now
   };
   Counters counters() const;
@@ -115,6 +131,10 @@ class LeaseCache {
                        bool all);
   void WaitInvalidated(uint64_t seq, std::chrono::milliseconds at_most);
   double Remaining(uint32_t lease_ms, const Stamp& stamp, double fallback) const;
+  Clock::time_point Until(uint32_t lease_ms, const Stamp& stamp) const;
+  void DropCompleteLocked(uint64_t dir);
+  // Forgets what expired leases covered (the kernel's timeouts ended with them).
+  void SweepLocked(Clock::time_point now);
   void RunInvalidations();
 
   Client* const client_;
@@ -128,8 +148,21 @@ class LeaseCache {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   uint64_t epoch_ = 0;                                                  // GUARDED_BY(mu_)
-  std::unordered_map<uint64_t, std::unordered_set<std::string>> names_;  // GUARDED_BY(mu_)
-  std::unordered_set<uint64_t> attrs_;                                  // GUARDED_BY(mu_)
+  // What the kernel was given lease-long timeouts for, until when (the latest of them): a
+  // directory's names, and inodes' attributes. Swept once their leases ended.
+  struct Named {
+    std::unordered_set<std::string> names;
+    Clock::time_point until;
+  };
+  std::unordered_map<uint64_t, Named> names_;                           // GUARDED_BY(mu_)
+  std::unordered_map<uint64_t, Clock::time_point> attrs_;               // GUARDED_BY(mu_)
+  Clock::time_point next_sweep_{};                                      // GUARDED_BY(mu_)
+  struct Complete {
+    std::unordered_set<std::string> names;
+    Clock::time_point until;  // the entry lease's end, as far as this mount may trust it
+  };
+  std::unordered_map<uint64_t, Complete> complete_;                    // GUARDED_BY(mu_)
+  size_t complete_names_ = 0;                                           // GUARDED_BY(mu_)
   size_t cached_ = 0;                                                   // GUARDED_BY(mu_)
   std::deque<Inval> queue_;                                             // GUARDED_BY(mu_)
   uint64_t queued_seq_ = 0;    // invalidations queued so far              GUARDED_BY(mu_)

@@ -41,6 +41,16 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
            "\nstale_marks: " + std::to_string(m->stale_marks.load()) +
            "\ndegraded_writes: " + std::to_string(m->degraded_writes.load()) + "\n";
   };
+  if (leases_ != nullptr) {
+    out[llite + ".md_leases"] = [this] {
+      const LeaseCache::Counters c = leases_->counters();
+      return fmt::format(
+          "enabled: {}\ncached: {}\nlong_timeouts: {}\nlocal_negatives: {}\n"
+          "revocations: {}\ninvalidated: {}\n",
+          leases_->enabled() ? 1 : 0, c.cached, c.long_timeouts, c.local_negatives,
+          c.revocations, c.invalidated);
+    };
+  }
   out["jobid_var"] = [t] { return t->jobid_var(); };
   for (const auto& [idx, stats] : client_->OscStatsByOst()) {
     const std::string osc = fmt::format("osc.{}-OST{:04x}-osc-{}", fs, idx, inst);

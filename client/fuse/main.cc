@@ -136,6 +136,19 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   fuse_session* se = fuse_session_new(&args, &StriaFs::Ops(), sizeof(fuse_lowlevel_ops), &fs);
   if (se == nullptr) return Fail(a, "bad FUSE options: -o " + opt_string);
   fs.set_session(se);
+  // Metadata leases: the kernel keeps names and attributes until the MDS revokes them
+  // (client/fuse/lease_cache.h); without them, for FsOptions' second. Registered before
+  // the mount appears, so every request the kernel sends can be granted them.
+  LeaseCache leases(client->get(), {.fallback_entry_s = fs_opts.entry_timeout_s,
+                                    .fallback_attr_s = fs_opts.attr_timeout_s,
+                                    .fsname = cfg.fsname,
+                                    .keys = cfg.rpc.keys});
+  if (Status st = leases.Start(se, cfg.mgs_nids[0]); st.ok()) {
+    fs.set_leases(&leases);
+  } else {
+    LOG_WARN("no metadata leases (names and attributes cached for {} s): {}",
+             fs_opts.entry_timeout_s, st.ToString());
+  }
   if (fuse_set_signal_handlers(se) != 0) {
     fuse_session_destroy(se);
     return Fail(a, "cannot install signal handlers");
@@ -183,19 +196,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   mds_session.Start();
   fs.set_mds_session(&mds_session);
 
-  // Metadata leases: the kernel keeps names and attributes until the MDS revokes them
-  // (client/fuse/lease_cache.h); without them, for FsOptions' second.
-  LeaseCache leases(client->get(), {.fallback_entry_s = fs_opts.entry_timeout_s,
-                                    .fallback_attr_s = fs_opts.attr_timeout_s,
-                                    .fsname = cfg.fsname,
-                                    .keys = cfg.rpc.keys});
-  if (Status st = leases.Start(se, cfg.mgs_nids[0]); st.ok()) {
-    fs.set_leases(&leases);
-    mds_session.set_lease_check([&leases](bool registered) { leases.CheckRegistered(registered); });
-  } else {
-    LOG_WARN("no metadata leases (names and attributes cached for {} s): {}",
-             fs_opts.entry_timeout_s, st.ToString());
-  }
+  mds_session.set_lease_check([&leases](bool registered) { leases.CheckRegistered(registered); });
 
   fuse_loop_config* loop = fuse_loop_cfg_create();
   fuse_loop_cfg_set_clone_fd(loop, 0);

@@ -1,0 +1,226 @@
+// Metadata leases (mds/leases.h, client/fuse/lease_cache.h) through two real mounts of one
+// cluster: what one mount changes is seen by the other at once, although the other keeps
+// names, absences and attributes in its kernel for the whole lease; those answer even while
+// the MDS does not, as do absent names in a directory the mount made itself; and a mount that stops answering revocations holds a change up once,
+// loses its leases, and drops its cache when it comes back.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/harness/client_util.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/shared_cluster_env.h"
+#include "tests/harness/test_util.h"
+
+namespace stria::testing {
+namespace {
+
+Cluster* g_cluster = nullptr;
+client::Client* g_client = nullptr;
+
+ClusterOptions EnvOptions() {
+  ClusterOptions o;
+  o.tag = "lease";
+  o.fsname = "leasefs";
+  o.num_mounts = 2;
+  o.num_oss = 1;
+  return o;
+}
+
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
+    new SharedClusterEnv(EnvOptions(), &g_cluster, &g_client));
+
+class LeaseTest : public MountedClusterTest {
+ protected:
+  LeaseTest() : MountedClusterTest(&g_cluster, &g_client) {}
+
+  void SetUp() override {
+    MountedClusterTest::SetUp();
+    if (IsSkipped()) return;
+    if (!g_cluster->Mounted(1)) {
+      Status st = g_cluster->Mount(1);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+    mnt1_ = g_cluster->mount_point(1);
+  }
+  std::string Q(const std::string& rel) const { return mnt1_ + "/" + rel; }
+
+  static bool Exists(const std::string& p) {
+    struct stat st {};
+    return lstat(p.c_str(), &st) == 0;
+  }
+  static struct stat Stat(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(lstat(path.c_str(), &st), 0) << path << ": " << strerror(errno);
+    return st;
+  }
+  // Seconds until cond() holds (polling every 50 ms), or -1 after `limit_s`.
+  static double SecondsUntil(const std::function<bool()>& cond, double limit_s) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (;;) {
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (cond()) return s;
+      if (s > limit_s) return -1;
+      usleep(50'000);
+    }
+  }
+
+  static std::string Slurp(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  std::string mnt1_;
+};
+
+// Longer than the kernel timeouts a mount gives without a lease (FsOptions: 1 s).
+constexpr auto kPastShortTimeouts = std::chrono::milliseconds(1500);
+
+TEST_F(LeaseTest, ChangesOnOneMountAreSeenOnTheOtherAtOnce) {
+  ASSERT_EQ(mkdir(P("co").c_str(), 0755), 0) << strerror(errno);
+  auto data = Pattern(3000, 5);
+  ASSERT_EQ(WriteFile(P("co/gone"), data), 0);
+  ASSERT_EQ(WriteFile(P("co/mode"), data), 0);
+  ASSERT_EQ(WriteFile(P("co/size"), data), 0);
+  // Mount 1 caches two names with their attributes, and an absence.
+  const ino_t gone_ino = Stat(Q("co/gone")).st_ino;
+  EXPECT_EQ(Stat(Q("co/mode")).st_mode & 07777, 0644u);
+  EXPECT_EQ(Stat(Q("co/size")).st_size, 3000);
+  EXPECT_FALSE(Exists(Q("co/new")));
+  std::this_thread::sleep_for(kPastShortTimeouts);
+  EXPECT_EQ(Stat(Q("co/gone")).st_ino, gone_ino) << "still cached, under the lease";
+
+  // Mount 0 changes each; mount 1 sees every change with no wait at all: each was revoked
+  // from mount 1 before mount 0's call returned.
+  ASSERT_EQ(unlink(P("co/gone").c_str()), 0) << strerror(errno);
+  ASSERT_EQ(chmod(P("co/mode").c_str(), 0600), 0) << strerror(errno);
+  ASSERT_EQ(truncate(P("co/size").c_str(), 123), 0) << strerror(errno);
+  ASSERT_EQ(WriteFile(P("co/new"), data), 0);
+  EXPECT_FALSE(Exists(Q("co/gone")));
+  EXPECT_EQ(Stat(Q("co/mode")).st_mode & 07777, 0600u);
+  EXPECT_EQ(Stat(Q("co/size")).st_size, 123);
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(Q("co/new"), &got), 0) << "the absence mount 1 cached was revoked";
+  EXPECT_EQ(FirstDiff(got, data), -1);
+
+  // And the other way round, for a rename across directories. (In co/ itself mount 0 gets
+  // no lease for a while: a directory whose lease was just revoked is contended, and names
+  // in it are cached for the short timeouts only.)
+  ASSERT_EQ(mkdir(P("rn").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(P("rn/sub").c_str(), 0755), 0);
+  ASSERT_EQ(WriteFile(P("rn/x"), data), 0);
+  EXPECT_FALSE(Exists(P("rn/sub/moved")));
+  std::this_thread::sleep_for(kPastShortTimeouts);
+  ASSERT_EQ(rename(Q("rn/x").c_str(), Q("rn/sub/moved").c_str()), 0) << strerror(errno);
+  EXPECT_TRUE(Exists(P("rn/sub/moved")));
+  EXPECT_FALSE(Exists(P("rn/x")));
+}
+
+TEST_F(LeaseTest, LeasedNamesAndAbsencesAnswerWhileTheMdsDoesNot) {
+  // Made on mount 1 itself: the root directory is contended after the other tests' changes
+  // (mds/leases.h), and only the client changing it keeps getting leases there.
+  ASSERT_EQ(mkdir(Q("fz").c_str(), 0755), 0) << strerror(errno);
+  ASSERT_EQ(WriteFile(Q("fz/f"), Pattern(777, 1)), 0);
+  // The file's release (which the kernel sends after close returns) must be done: while the
+  // mount has it open for writing its attributes are not cached under the lease.
+  std::this_thread::sleep_for(kPastShortTimeouts);
+  EXPECT_EQ(Stat(Q("fz/f")).st_size, 777);
+  EXPECT_FALSE(Exists(Q("fz/none")));
+  std::this_thread::sleep_for(kPastShortTimeouts);
+
+  // The MDS stops answering. A stat that needed it would wait; these must not.
+  ASSERT_EQ(kill(g_cluster->mds_pid(), SIGSTOP), 0);
+  const std::string f = Q("fz/f"), none = Q("fz/none"), never = Q("fz/never");
+  const pid_t child = fork();
+  if (child == 0) {
+    struct stat st {};
+    if (lstat(f.c_str(), &st) != 0 || st.st_size != 777) _exit(1);
+    if (lstat(none.c_str(), &st) == 0 || errno != ENOENT) _exit(2);
+    // Never looked up: mount 1 made fz/ and knows every name in it.
+    if (lstat(never.c_str(), &st) == 0 || errno != ENOENT) _exit(3);
+    _exit(0);
+  }
+  int status = 0;
+  pid_t w = 0;
+  for (int i = 0; i < 100 && w == 0; ++i) {
+    w = waitpid(child, &status, WNOHANG);
+    if (w == 0) usleep(50'000);
+  }
+  kill(g_cluster->mds_pid(), SIGCONT);  // a stat that did wait finishes now
+  const bool waited = w == 0;
+  if (waited) w = waitpid(child, &status, 0);
+  ASSERT_EQ(w, child);
+  EXPECT_FALSE(waited) << "a stat waited for the frozen MDS";
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "1: wrong attributes, 2: the absence was not kept, 3: the directory's names unknown";
+}
+
+TEST_F(LeaseTest, AMountThatStopsAnsweringLosesItsLeasesAndItsCache) {
+  ASSERT_EQ(mkdir(P("st").c_str(), 0755), 0) << strerror(errno);
+  ASSERT_EQ(WriteFile(P("st/f"), Pattern(10, 2)), 0);
+  Stat(Q("st/f"));  // mount 1 holds the entry lease on st/
+
+  // Mount 1's process stops: the MDS's revocation goes unanswered. The unlink still
+  // completes (after the MDS's revoke timeout), and the MDS keeps serving.
+  ASSERT_EQ(kill(g_cluster->fuse_pid(1), SIGSTOP), 0);
+  const int rc = unlink(P("st/f").c_str());
+  const int err = errno;
+  ASSERT_EQ(WriteFile(P("st/g"), Pattern(10, 3)), 0);
+  kill(g_cluster->fuse_pid(1), SIGCONT);
+  ASSERT_EQ(rc, 0) << strerror(err);
+
+  // Back, mount 1 answers the revocation it had queued (too late: the MDS dropped all its
+  // leases), and at its next keepalive learns that it lost them, drops everything it cached
+  // under them and registers again.
+  EXPECT_GE(SecondsUntil([&] { return !Exists(Q("st/f")); }, 40), 0)
+      << "mount 1 kept the unlinked name";
+  EXPECT_TRUE(Exists(Q("st/g")));
+  EXPECT_NE(Slurp(g_cluster->mds_log()).find("lease revocation not answered"),
+            std::string::npos);
+  CommandResult leases = RunCommand(
+      {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.md_leases"});
+  ASSERT_EQ(leases.exit_code, 0) << leases.err;
+  EXPECT_EQ(leases.out.find("revoke_failures: 0\n"), std::string::npos) << leases.out;
+  EXPECT_GE(SecondsUntil(
+                [&] {
+                  return Slurp(g_cluster->fuse_log(1)).find("metadata leases lost") !=
+                         std::string::npos;
+                },
+                40),
+            0);
+  // Registered again: its callback address is in the MDS's log twice.
+  const std::string fuse1 = Slurp(g_cluster->fuse_log(1));
+  const size_t at = fuse1.find("callbacks at ");
+  ASSERT_NE(at, std::string::npos);
+  const std::string nid = fuse1.substr(at + 13, fuse1.find(')', at) - at - 13);
+  EXPECT_GE(SecondsUntil(
+                [&] {
+                  const std::string mds = Slurp(g_cluster->mds_log());
+                  size_t n = 0;
+                  for (size_t p = mds.find("revoked at " + nid); p != std::string::npos;
+                       p = mds.find("revoked at " + nid, p + 1)) {
+                    ++n;
+                  }
+                  return n >= 2;
+                },
+                10),
+            0)
+      << nid;
+}
+
+}  // namespace
+}  // namespace stria::testing

@@ -1,0 +1,174 @@
+// The mount's side of metadata leases (client/fuse/lease_cache.h) against a real MDS, without
+// a kernel: the leases a LeaseCache registers for, the timeouts it gives, what a revocation
+// (another client's change) makes it forget, complete directories, and re-registration.
+#include "client/fuse/lease_cache.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "client/metadata.h"
+#include "lnet/nid.h"
+#include "tests/harness/client_util.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/shared_cluster_env.h"
+
+namespace stria::testing {
+namespace {
+
+Cluster* g_cluster = nullptr;
+client::Client* g_client = nullptr;  // "another client": its changes revoke the cache's leases
+
+ClusterOptions EnvOptions() {
+  ClusterOptions o;
+  o.tag = "leasecache";
+  o.fsname = "lcfs";
+  o.mount = false;
+  o.num_oss = 1;
+  o.osts_per_oss = 1;
+  return o;
+}
+
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
+    new SharedClusterEnv(EnvOptions(), &g_cluster, &g_client));
+
+using client::LeaseCache;
+
+class LeaseCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (g_client == nullptr) GTEST_SKIP() << "cluster did not start";
+    auto c = ConnectClient(*g_cluster);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    mine_ = std::move(*c);
+    cache_ = std::make_unique<LeaseCache>(
+        mine_.get(), client::LeaseCacheOptions{.fsname = g_cluster->options().fsname});
+    auto mds = lnet::Nid::Parse(g_cluster->mgs_nid());
+    ASSERT_TRUE(mds.ok());
+    Status st = cache_->Start(nullptr, *mds);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    ASSERT_TRUE(cache_->enabled());
+  }
+  void TearDown() override {
+    cache_.reset();
+    mine_.reset();
+  }
+
+  uint64_t Mkdir(client::Client* c, uint64_t parent, const std::string& name,
+                 proto::EntryReply* rep_out = nullptr) {
+    client::Metadata md(c);
+    client::Metadata::CreateArgs a;
+    a.parent = parent;
+    a.name = name;
+    a.mode = S_IFDIR | 0755;
+    auto rep = md.Create(RootCred(), a);
+    EXPECT_TRUE(rep.ok()) << rep.status().ToString();
+    if (rep_out != nullptr && rep.ok()) *rep_out = *rep;
+    return rep.ok() ? rep->attr().ino() : 0;
+  }
+  Status Touch(client::Client* c, uint64_t parent, const std::string& name) {
+    client::Metadata md(c);
+    client::Metadata::CreateArgs a;
+    a.parent = parent;
+    a.name = name;
+    a.mode = S_IFREG | 0644;
+    return md.Create(RootCred(), a).status();
+  }
+  // Waits (bounded) until the cache served `n` revocations: the MDS's call returns before
+  // the change's reply, so this holds at once; the loop only covers scheduling.
+  void ExpectRevocations(uint64_t n) {
+    for (int i = 0; i < 100 && cache_->counters().revocations < n; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ(cache_->counters().revocations, n);
+  }
+
+  std::unique_ptr<client::Client> mine_;
+  std::unique_ptr<LeaseCache> cache_;
+};
+
+TEST_F(LeaseCacheTest, LeasesBecomeLongTimeoutsAndAnotherClientsChangeRevokesThem) {
+  client::Metadata md(mine_.get());
+  const uint64_t d = Mkdir(g_client, 1, "revoked");
+  const LeaseCache::Stamp stamp = cache_->Begin();
+  auto absent = md.Lookup(RootCred(), d, "x", /*negative_ok=*/true);
+  ASSERT_TRUE(absent.ok()) << absent.status().ToString();
+  EXPECT_EQ(absent->attr().ino(), 0u);
+  ASSERT_GT(absent->entry_lease_ms(), 0u);
+  const double t = cache_->EntryTimeout(d, "x", absent->entry_lease_ms(), stamp);
+  EXPECT_GT(t, 20.0) << "about 90% of a 30 s lease";
+  EXPECT_LE(t, 30.0);
+  auto attr = md.Getattr(RootCred(), d);
+  ASSERT_TRUE(attr.ok());
+  EXPECT_GT(cache_->AttrTimeout(d, attr->attr_lease_ms(), stamp), 20.0);
+  EXPECT_EQ(cache_->counters().cached, 2u);
+
+  // The other client creates the absent name: before its create returns, the cache was
+  // told to forget the directory's names (and the directory's attributes: its mtime).
+  ASSERT_TRUE(Touch(g_client, d, "x").ok());
+  ExpectRevocations(1);
+  EXPECT_EQ(cache_->counters().cached, 0u);
+  EXPECT_EQ(cache_->counters().invalidated, 2u);
+  // A reply to a request that was in flight across that revocation gets the short timeout.
+  EXPECT_EQ(cache_->EntryTimeout(d, "x", 30'000, stamp), 1.0);
+  // Without a lease, the short timeout too.
+  EXPECT_EQ(cache_->EntryTimeout(d, "y", 0, cache_->Begin()), 1.0);
+}
+
+TEST_F(LeaseCacheTest, ADirectoryThisClientMadeIsKnownUntilAnotherChangesIt) {
+  proto::EntryReply made;
+  const LeaseCache::Stamp stamp = cache_->Begin();
+  const uint64_t d = Mkdir(mine_.get(), 1, "complete", &made);
+  ASSERT_GT(made.dir_lease_ms(), 0u);
+  cache_->DirCreated(d, made.dir_lease_ms(), stamp);
+  double t = 0;
+  EXPECT_TRUE(cache_->KnownAbsent(d, "a", &t));
+  EXPECT_GT(t, 20.0);
+  // This client's own create: known, and its own changes revoke nothing of its own.
+  ASSERT_TRUE(Touch(mine_.get(), d, "a").ok());
+  cache_->NameAdded(d, "a", 0, LeaseCache::Stamp{});
+  EXPECT_FALSE(cache_->KnownAbsent(d, "a", &t)) << "a exists";
+  EXPECT_TRUE(cache_->KnownAbsent(d, "b", &t));
+  cache_->NameRemoved(d, "a");
+  EXPECT_TRUE(cache_->KnownAbsent(d, "a", &t));
+  cache_->NameAdded(d, "a", 0, LeaseCache::Stamp{});
+  EXPECT_EQ(cache_->counters().revocations, 0u);
+
+  // Another client creates in it: it is not known any more.
+  ASSERT_TRUE(Touch(g_client, d, "b").ok());
+  ExpectRevocations(1);
+  EXPECT_FALSE(cache_->KnownAbsent(d, "b", &t));
+  EXPECT_FALSE(cache_->KnownAbsent(d, "zzz", &t));
+  // A change of this client's that failed also ends it.
+  const uint64_t e = Mkdir(mine_.get(), 1, "unsure", &made);
+  cache_->DirCreated(e, made.dir_lease_ms(), cache_->Begin());
+  EXPECT_TRUE(cache_->KnownAbsent(e, "q", &t));
+  cache_->DirUnsure(e);
+  EXPECT_FALSE(cache_->KnownAbsent(e, "q", &t));
+}
+
+TEST_F(LeaseCacheTest, LostLeasesAreDroppedAndRegisteredAgain) {
+  client::Metadata md(mine_.get());
+  const LeaseCache::Stamp stamp = cache_->Begin();
+  auto attr = md.Getattr(RootCred(), 1);
+  ASSERT_TRUE(attr.ok());
+  ASSERT_GT(cache_->AttrTimeout(1, attr->attr_lease_ms(), stamp), 1.0);
+  EXPECT_EQ(cache_->counters().cached, 1u);
+  cache_->CheckRegistered(true);  // the keepalive's normal answer: nothing happens
+  EXPECT_EQ(cache_->counters().cached, 1u);
+  cache_->CheckRegistered(false);  // the MDS lost us: drop all, register again
+  EXPECT_EQ(cache_->counters().cached, 0u);
+  EXPECT_EQ(cache_->counters().invalidated, 1u);
+  EXPECT_TRUE(cache_->enabled());
+  const LeaseCache::Stamp again = cache_->Begin();
+  attr = md.Getattr(RootCred(), 1);
+  ASSERT_TRUE(attr.ok());
+  EXPECT_GT(cache_->AttrTimeout(1, attr->attr_lease_ms(), again), 1.0);
+}
+
+}  // namespace
+}  // namespace stria::testing
