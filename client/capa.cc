@@ -14,10 +14,15 @@ auto Key(uint32_t ost, uint64_t group, uint64_t id) { return std::make_tuple(ost
 }  // namespace
 
 OpenCapas::OpenCapas(OpenedAs opened, const proto::CapaGrant& grant)
-    : opened_(std::move(opened)), grant_(Make(grant, 1)) {}
+    : opened_(std::move(opened)), keyed_(true), grant_(Make(grant, 1)) {}
+
+OpenCapas::OpenCapas(OpenedAs opened)
+    : opened_(std::move(opened)), keyed_(false), grant_(std::make_shared<Grant>()) {}
 
 std::shared_ptr<OpenCapas> OpenCapas::FromReply(OpenedAs opened, const proto::CapaGrant* grant) {
-  if (grant == nullptr || grant->expiry_ms() == 0) return nullptr;
+  if (grant == nullptr || grant->expiry_ms() == 0) {
+    return std::make_shared<OpenCapas>(std::move(opened));
+  }
   return std::make_shared<OpenCapas>(std::move(opened), *grant);
 }
 

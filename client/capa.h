@@ -7,6 +7,10 @@
 // for an object (a component instantiated since, a migrated layout), the holder renews it
 // with OP_MDS_CAPA_RENEW and the request is sent again: applications never see it.
 //
+// Without a key (an MDS that grants nothing) an OpenCapas carries only what the open was:
+// keyed() is false and requests go without capabilities; the mirror code (client/mirror_io.h)
+// still names the open's credentials and handle when it reports a stale mirror.
+//
 // Memory: one per open (not per inode), 40-odd bytes per stripe object of the file.
 // Thread-safety: thread-safe. Fill takes a mutex for a pointer copy; Renew serializes
 // renewals, so threads that find the same grant stale make one MDS call between them.
@@ -38,9 +42,15 @@ class OpenCapas {
   };
 
   OpenCapas(OpenedAs opened, const proto::CapaGrant& grant);
+  explicit OpenCapas(OpenedAs opened);  // keyless
 
-  // A grant from a reply, or null when the reply carries none (an MDS without a key).
+  // A grant from a reply, or a keyless OpenCapas when the reply carries none (an MDS
+  // without a key).
   static std::shared_ptr<OpenCapas> FromReply(OpenedAs opened, const proto::CapaGrant* grant);
+
+  // Whether requests carry capabilities (the MDS granted some).
+  bool keyed() const { return keyed_; }
+  const OpenedAs& opened() const { return opened_; }
 
   // The capability for `obj` into *capa; false when the grant names no such object. *gen is
   // the grant's generation, for Renew.
@@ -75,6 +85,7 @@ class OpenCapas {
   std::shared_ptr<const Grant> Make(const proto::CapaGrant& grant, uint64_t gen) const;
 
   const OpenedAs opened_;
+  const bool keyed_;
   mutable std::mutex mu_;
   std::shared_ptr<const Grant> grant_;  // GUARDED_BY(mu_); never null
   uint64_t renewals_ = 0;               // GUARDED_BY(mu_)

@@ -17,6 +17,7 @@
 #include "client/client.h"
 #include "client/jobid.h"
 #include "client/internal/thread_pool.h"
+#include "client/mirror_io.h"
 #include "client/striped_io.h"
 #include "common/log.h"
 
@@ -79,7 +80,8 @@ class ClientImpl final : public Client, private OstTransport {
   explicit ClientImpl(ClientConfig config)
       : config_(std::move(config)),
         pool_(config_.io_threads),
-        io_(this, &pool_, config_.rpc.limits.max_bulk) {
+        io_(this, &pool_, config_.rpc.limits.max_bulk),
+        mirrored_(&io_, this, &pool_, config_.mirror_timeout_ms) {
     if (config_.rpc.client_uuid.empty()) config_.rpc.client_uuid = RandomUuid();
     config_.rpc.fsname = config_.fsname;
     lnet::ClientOptions mds_opts = config_.rpc;
@@ -171,23 +173,26 @@ class ClientImpl final : public Client, private OstTransport {
 
   Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
                       std::span<uint8_t> buf, bool* missing_object, OpenCapas* capas) override {
-    return io_.Read(layout, file_size, offset, buf, missing_object, capas);
+    return mirrored_.Read(layout, file_size, offset, buf, missing_object, capas);
   }
   Status Write(const proto::Layout& layout, uint64_t offset, std::span<const uint8_t> data,
                bool sync, OpenCapas* capas) override {
-    return io_.Write(layout, offset, data, sync, capas);
+    return mirrored_.Write(layout, offset, data, sync, capas);
   }
   Status TruncateObjects(const proto::Layout& layout, uint64_t size, OpenCapas* capas) override {
-    return io_.TruncateObjects(layout, size, capas);
+    return mirrored_.TruncateObjects(layout, size, capas);
   }
   Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end,
                       OpenCapas* capas) override {
-    return io_.PunchObjects(layout, offset, end, capas);
+    return mirrored_.PunchObjects(layout, offset, end, capas);
   }
-  Status SyncObjects(const proto::Layout& layout) override { return io_.SyncObjects(layout); }
+  Status SyncObjects(const proto::Layout& layout, OpenCapas* capas) override {
+    return mirrored_.SyncObjects(layout, capas);
+  }
   Result<uint64_t> GlimpseSize(const proto::Layout& layout, OpenCapas* capas) override {
-    return io_.GlimpseSize(layout, capas);
+    return mirrored_.GlimpseSize(layout, capas);
   }
+  const MirrorStats& mirror_stats() const override { return mirrored_.stats(); }
 
   ClientTunables& tunables() override { return tunables_; }
 
@@ -302,17 +307,28 @@ class ClientImpl final : public Client, private OstTransport {
   // table is refreshed from the MGS, since a restarted OSS may listen on a new port, and the
   // call is resent until rpc.retry_deadline_ms has passed.
   Status OstCallRaw(uint32_t ost_idx, uint16_t opcode, std::string_view request,
-                    std::string* reply, const lnet::CallBulk& in_bulk) override {
+                    std::string* reply, const lnet::CallBulk& in_bulk,
+                    int deadline_ms) override {
     BulkRpc counted(this, ost_idx, opcode, in_bulk);
     lnet::CallBulk bulk = in_bulk;
     bulk.checksum = tunables_.Get("checksums") != 0;
-    const auto deadline = Clock::now() + std::chrono::milliseconds(config_.rpc.retry_deadline_ms);
+    const bool bounded = deadline_ms >= 0;
+    const auto deadline = Clock::now() + std::chrono::milliseconds(
+                                             bounded ? deadline_ms : config_.rpc.retry_deadline_ms);
+    auto left_ms = [&] {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+      return std::max<int>(1, static_cast<int>(left.count()));
+    };
     for (int attempt = 0;; ++attempt) {
       auto rpc = Ost(ost_idx);
       if (!rpc.ok()) return rpc.status();
       lnet::RpcClient* peer = *rpc;
       reply->clear();
-      Status st = peer->CallRaw(opcode, request, reply, bulk);
+      // A bounded call (a mirror's) gives each attempt only what is left of its deadline.
+      Status st = bounded ? peer->CallRaw(opcode, request, reply, bulk,
+                                          std::min(left_ms(), kOstAttemptMs), left_ms())
+                          : peer->CallRaw(opcode, request, reply, bulk);
       if (st.ok()) return st;
       const bool again = st.code() == Code::kDisconnected || st.code() == Code::kNoOst ||
                          st.retryable();
@@ -323,7 +339,9 @@ class ClientImpl final : public Client, private OstTransport {
       auto next = Ost(ost_idx);
       if (next.ok() && *next == peer) {
         // Same address: the OSS is down or restarting; pause before the next attempt.
-        std::this_thread::sleep_for(std::chrono::milliseconds(std::min(1000, 100 << std::min(attempt, 3))));
+        const int pause = std::min(1000, 100 << std::min(attempt, 3));
+        if (bounded && Clock::now() + std::chrono::milliseconds(pause) >= deadline) return st;
+        std::this_thread::sleep_for(std::chrono::milliseconds(pause));
       }
     }
   }
@@ -352,6 +370,7 @@ class ClientImpl final : public Client, private OstTransport {
   ClientTunables tunables_;
   internal::ThreadPool pool_;
   StripedIo io_;
+  MirroredIo mirrored_;  // over io_: mirrored layouts (client/mirror_io.h)
 };
 
 Result<proto::EntryReply> ClientImpl::ResolvePath(const proto::Credentials& cred,

@@ -27,12 +27,17 @@
 namespace stria::client {
 
 class OpenCapas;
+struct MirrorStats;
 
 struct ClientConfig {
   std::vector<lnet::Nid> mgs_nids;    // the MGS (co-located with the MDS); first reachable wins
   std::string fsname;                 // must match the MGS's; empty = accept any
   lnet::ClientOptions rpc;            // timeouts and retry deadline for every peer
   int io_threads = 16;                // parallel stripe I/O
+  // A mirror whose OSTs do not answer within this many milliseconds is given up for the
+  // call: writes complete on the other mirrors (it is marked stale), reads move to another
+  // (client/mirror_io.h). The mount option mirror_timeout=S.
+  int mirror_timeout_ms = 5'000;
 };
 
 class Client {
@@ -68,11 +73,14 @@ class Client {
                                                 std::string_view path) = 0;
 
   // ---- data, striped over a file's layout ----
+  // A mirrored layout (proto/layout_mirrors.h) is read from one mirror and written to all,
+  // failing over and marking mirrors stale as client/mirror_io.h says.
 
   // Reads [offset, offset+buf.size()) of a file of `file_size` bytes into buf: returns the
   // bytes read (short only at end of file); holes read as zeros.
   // *missing_object: see StripedIo::Read.
-  // capas: the open's OSS capabilities (client/capa.h), null when the cluster has no key;
+  // capas: the open's OSS capabilities (client/capa.h; without a key it carries only the
+  // open's credentials and handle, for the mirror code's stale marks), or null;
   // the same for every data call below.
   virtual Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
                               std::span<uint8_t> buf, bool* missing_object = nullptr,
@@ -92,12 +100,16 @@ class Client {
   virtual Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end,
                               OpenCapas* capas = nullptr) = 0;
 
-  // Makes every object's data durable (fsync on each OST).
-  virtual Status SyncObjects(const proto::Layout& layout) = 0;
+  // Makes every object's data durable (fsync on each OST). capas names the open for the
+  // stale mark of a mirror that cannot be synced.
+  virtual Status SyncObjects(const proto::Layout& layout, OpenCapas* capas = nullptr) = 0;
 
   // The file size implied by the objects' sizes (a glimpse of the OSTs).
   virtual Result<uint64_t> GlimpseSize(const proto::Layout& layout,
                                        OpenCapas* capas = nullptr) = 0;
+
+  // What the mirror code counted (failovers, damaged reads, stale marks).
+  virtual const MirrorStats& mirror_stats() const = 0;
 
   // Per-OST usage (lfs df), in OST index order; an unreachable OST is skipped. With
   // `wait_all` (a nolazystatfs mount) only active OSTs are asked, each is resent to until it

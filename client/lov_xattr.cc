@@ -5,6 +5,7 @@
 
 #include "common/layout.h"
 #include "proto/layout_components.h"
+#include "proto/layout_mirrors.h"
 
 namespace stria::client {
 
@@ -103,9 +104,9 @@ std::string PackLov(const proto::Layout& layout, bool with_objects) {
   Put<uint32_t>(&out, kLovMagicCompV1);
   Put<uint32_t>(&out, static_cast<uint32_t>(total));
   Put<uint32_t>(&out, layout.generation());
-  Put<uint16_t>(&out, 0);  // lcm_flags
+  Put<uint16_t>(&out, static_cast<uint16_t>(LcmFlags(layout)));  // lcm_flags
   Put<uint16_t>(&out, static_cast<uint16_t>(n));
-  Put<uint16_t>(&out, 0);  // lcm_mirror_count: mirrors - 1
+  Put<uint16_t>(&out, static_cast<uint16_t>(MirrorCount(layout) - 1));  // lcm_mirror_count
   out.append(kCompHeaderSize - out.size(), '\0');
   size_t blob_offset = kCompHeaderSize + kCompEntrySize * n;
   for (size_t i = 0; i < n; ++i) {
@@ -133,9 +134,6 @@ Result<proto::Layout> UnpackLov(std::string_view value) {
                   "(0x0BD60BD0)");
   }
   const uint16_t n = Get<uint16_t>(value, 14);
-  if (Get<uint16_t>(value, 16) != 0) {
-    return Status(Code::kInval, "mirrored layouts (lcm_mirror_count > 0) are not supported");
-  }
   if (n == 0 || n > kMaxLayoutComponents) {
     return Status(Code::kInval, "lov_comp_md_v1 with " + std::to_string(n) + " components");
   }
@@ -153,11 +151,20 @@ Result<proto::Layout> UnpackLov(std::string_view value) {
     }
     STRIA_ASSIGN_OR_RETURN(proto::Layout plain, UnpackPlain(value.substr(offset, size)));
     proto::LayoutComponent* c = l.add_components();
+    // A template keeps each component's mirror and its prefer flags (lfs mirror create on a
+    // directory, restored by tar); the MDS numbers the rest.
+    c->set_id(ComponentId(MirrorIdOf(Get<uint32_t>(value, e)), 0));
+    c->set_flags(Get<uint32_t>(value, e + 4) & kLcmeFlPrefRw);
     c->set_start(Get<uint64_t>(value, e + 8));
     c->set_end(Get<uint64_t>(value, e + 16));
     *c->mutable_layout() = std::move(plain);
   }
   STRIA_RETURN_IF_ERROR(CheckComponentExtents(l));
+  if (Get<uint16_t>(value, 16) + 1u != MirrorCount(l)) {
+    return Status(Code::kInval, "lcm_mirror_count " + std::to_string(Get<uint16_t>(value, 16)) +
+                                    " does not match the components' " +
+                                    std::to_string(MirrorCount(l)) + " mirrors");
+  }
   return l;
 }
 

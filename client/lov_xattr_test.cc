@@ -129,7 +129,7 @@ TEST(LovXattrTest, DamagedCompositeValuesAreEinval) {
   v[40] = 1;  // the first component no longer starts at 0
   EXPECT_EQ(UnpackLov(v).status().code(), Code::kInval);
   v = good;
-  v[16] = 1;  // a mirror count
+  v[16] = 1;  // a mirror count the components do not have
   EXPECT_EQ(UnpackLov(v).status().code(), Code::kInval);
   v = good;
   v[14] = 0;  // no entries

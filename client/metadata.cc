@@ -249,6 +249,11 @@ Result<proto::MigrateReply> Metadata::Migrate(const Cred& cred, proto::MigrateRe
   return Call<proto::MigrateReply>(proto::OP_MDS_MIGRATE, req);
 }
 
+Result<proto::MirrorReply> Metadata::Mirror(const Cred& cred, proto::MirrorRequest req) {
+  *req.mutable_cred() = cred;
+  return Call<proto::MirrorReply>(proto::OP_MDS_MIRROR, req);
+}
+
 Result<proto::Fid2PathReply> Metadata::Fid2Path(const Cred& cred, uint64_t ino) {
   auto req = About<proto::Fid2PathRequest>(cred, ino);
   return Call<proto::Fid2PathReply>(proto::OP_MDS_FID2PATH, req);

@@ -124,6 +124,8 @@ class Metadata {
   // lfs migrate and swap_layouts, one step (BEGIN, COMMIT, ABORT, SWAP); req.cred is set
   // from `cred`.
   Result<proto::MigrateReply> Migrate(const Cred& cred, proto::MigrateRequest req);
+  // OP_MDS_MIRROR: stale marks, resync, extend, split of a mirrored file.
+  Result<proto::MirrorReply> Mirror(const Cred& cred, proto::MirrorRequest req);
 
   // ---- identifiers ----
   Result<proto::Fid2PathReply> Fid2Path(const Cred& cred, uint64_t ino);

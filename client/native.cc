@@ -539,7 +539,7 @@ Status NativeFile::Report(bool close, bool sync) {
 
 Status NativeFile::Fsync() {
   if (std::shared_ptr<const proto::Layout> l = layout()) {
-    STRIA_RETURN_IF_ERROR(fs_->client_->SyncObjects(*l));
+    STRIA_RETURN_IF_ERROR(fs_->client_->SyncObjects(*l, capas_.get()));
   }
   if (writable() && acked_end_.load() > 0) dirty_.store(true);
   return Report(/*close=*/false, /*sync=*/true);

@@ -178,7 +178,7 @@ class NativeFile {
   mutable std::mutex mu_;                        // guards layout_ and the report
   std::shared_ptr<const proto::Layout> layout_;  // GUARDED_BY(mu_)
   std::shared_ptr<const std::string> open_data_; // GUARDED_BY(mu_): read-on-open bytes
-  std::shared_ptr<OpenCapas> capas_;             // OSS capabilities; null without a key
+  std::shared_ptr<OpenCapas> capas_;             // OSS capabilities (keyless without a key)
   std::atomic<uint64_t> size_{0};
   std::atomic<uint64_t> acked_end_{0};  // end of the bytes the OSTs acknowledged
   std::atomic<bool> dirty_{false};      // written since the last report

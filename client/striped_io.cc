@@ -105,10 +105,10 @@ Status StripedIo::CallMds(uint16_t opcode, const Req& req, Rep* rep, const lnet:
 
 template <typename Req, typename Rep>
 Status StripedIo::Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* rep,
-                       const lnet::CallBulk& bulk) {
+                       const lnet::CallBulk& bulk, int deadline_ms) {
   std::string body, reply;
   req.SerializeToString(&body);
-  STRIA_RETURN_IF_ERROR(transport_->OstCallRaw(ost_idx, opcode, body, &reply, bulk));
+  STRIA_RETURN_IF_ERROR(transport_->OstCallRaw(ost_idx, opcode, body, &reply, bulk, deadline_ms));
   if (!rep->ParseFromString(reply)) {
     return Status(Code::kProtocol, "OST reply does not parse as " + rep->GetTypeName());
   }
@@ -117,9 +117,9 @@ Status StripedIo::Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* r
 
 template <typename Req, typename Rep>
 Status StripedIo::CallObject(OpenCapas* capas, uint16_t opcode, Req& req, Rep* rep,
-                             const lnet::CallBulk& bulk) {
+                             const lnet::CallBulk& bulk, int deadline_ms) {
   const uint32_t ost = req.object().ost_idx();
-  if (capas == nullptr) return Call(ost, opcode, req, rep, bulk);
+  if (capas == nullptr || !capas->keyed()) return Call(ost, opcode, req, rep, bulk, deadline_ms);
   for (int attempt = 0;; ++attempt) {
     uint64_t gen = 0;
     bool have = capas->Fill(req.object(), req.mutable_capa(), &gen);
@@ -137,7 +137,7 @@ Status StripedIo::CallObject(OpenCapas* capas, uint16_t opcode, Req& req, Rep* r
       // Renewed ahead of expiry; should the MDS not answer, the current one still works.
       if (capas->Renew(transport_, gen).ok()) capas->Fill(req.object(), req.mutable_capa(), &gen);
     }
-    Status st = Call(ost, opcode, req, rep, bulk);
+    Status st = Call(ost, opcode, req, rep, bulk, deadline_ms);
     if (st.code() != Code::kCapaExpired || attempt >= 2) return st;
     STRIA_RETURN_IF_ERROR(capas->Renew(transport_, gen));
   }
@@ -196,7 +196,7 @@ Result<std::vector<StripedIo::PlannedIo>> StripedIo::Plan(const proto::Layout& l
 
 Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
                                uint64_t offset, std::span<uint8_t> buf, bool* missing_object,
-                               OpenCapas* capas) {
+                               OpenCapas* capas, int deadline_ms) {
   const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   std::atomic<bool> missing{false};
   if (buf.empty() || offset >= file_size) return size_t{0};
@@ -229,7 +229,7 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
     req.set_offset(io.obj_offset);
     req.set_length(io.length);
     proto::OstIoReply rep;
-    Status st = CallObject(capas, proto::OP_OST_READ, req, &rep, bulk);
+    Status st = CallObject(capas, proto::OP_OST_READ, req, &rep, bulk, deadline_ms);
     if (st.code() == Code::kNoEnt) {
       got = 0;  // an object never written: all hole
       missing.store(true);
@@ -251,7 +251,8 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
 }
 
 Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
-                        std::span<const uint8_t> data, bool sync, OpenCapas* capas) {
+                        std::span<const uint8_t> data, bool sync, OpenCapas* capas,
+                        int deadline_ms) {
   const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   if (data.empty()) return Status::Ok();
   if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
@@ -286,7 +287,7 @@ Status StripedIo::Write(const proto::Layout& layout, uint64_t offset,
     req.set_length(io.length);
     req.set_sync(sync);
     proto::OstIoReply rep;
-    STRIA_RETURN_IF_ERROR(CallObject(capas, proto::OP_OST_WRITE, req, &rep, bulk));
+    STRIA_RETURN_IF_ERROR(CallObject(capas, proto::OP_OST_WRITE, req, &rep, bulk, deadline_ms));
     if (rep.length() != io.length) {
       return Status(Code::kIO, "short write on OST " + std::to_string(req.object().ost_idx()) +
                                    ": " + std::to_string(rep.length()) + " of " +
@@ -307,7 +308,7 @@ Result<std::vector<StripedIo::StripeRef>> StripedIo::Stripes(const proto::Layout
 }
 
 Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size,
-                                  OpenCapas* capas) {
+                                  OpenCapas* capas, int deadline_ms) {
   const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   if (size > kMaxFileSize) return Status(Code::kFBig, "size past the maximum file size");
   STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
@@ -322,17 +323,17 @@ Status StripedIo::TruncateObjects(const proto::Layout& layout, uint64_t size,
                      ? 0
                      : ObjectSizeForFileSize(r.geometry, r.stripe, std::min(size, r.extent.end)));
     proto::OstIoReply rep;
-    return CallObject(capas, proto::OP_OST_TRUNCATE, req, &rep);
+    return CallObject(capas, proto::OP_OST_TRUNCATE, req, &rep, {}, deadline_ms);
   });
 }
 
 Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end,
-                               OpenCapas* capas) {
+                               OpenCapas* capas, int deadline_ms) {
   const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   // The Data-on-MDT part: zeros written over it (at most the DoM component, small).
   if (const uint64_t dom_end = DomEnd(layout); offset < dom_end) {
     const std::vector<uint8_t> zeros(std::min(end, dom_end) - offset, 0);
-    STRIA_RETURN_IF_ERROR(Write(layout, offset, zeros, /*sync=*/false, capas));
+    STRIA_RETURN_IF_ERROR(Write(layout, offset, zeros, /*sync=*/false, capas, deadline_ms));
   }
   STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
   return internal::ParallelFor(pool_, stripes.size(), [&](size_t i) -> Status {
@@ -351,11 +352,11 @@ Status StripedIo::PunchObjects(const proto::Layout& layout, uint64_t offset, uin
     req.set_offset(obj_from);
     req.set_length(obj_to - obj_from);
     proto::OstIoReply rep;
-    return CallObject(capas, proto::OP_OST_PUNCH, req, &rep);
+    return CallObject(capas, proto::OP_OST_PUNCH, req, &rep, {}, deadline_ms);
   });
 }
 
-Status StripedIo::SyncObjects(const proto::Layout& layout) {
+Status StripedIo::SyncObjects(const proto::Layout& layout, int deadline_ms) {
   const std::string job = CurrentJobId();  // the caller's, for the OSTs' job_stats
   if (DomEnd(layout) > 0) {
     // The Data-on-MDT bytes are in the MDS's WAL: syncing it makes them durable.
@@ -378,11 +379,12 @@ Status StripedIo::SyncObjects(const proto::Layout& layout) {
   for (auto& [idx, req] : per_ost) reqs.push_back(&req);
   return internal::ParallelFor(pool_, reqs.size(), [&](size_t i) -> Status {
     proto::OstIoReply rep;
-    return Call(reqs[i]->ost_idx(), proto::OP_OST_SYNC, *reqs[i], &rep);
+    return Call(reqs[i]->ost_idx(), proto::OP_OST_SYNC, *reqs[i], &rep, {}, deadline_ms);
   });
 }
 
-Result<uint64_t> StripedIo::GlimpseSize(const proto::Layout& layout, OpenCapas* capas) {
+Result<uint64_t> StripedIo::GlimpseSize(const proto::Layout& layout, OpenCapas* capas,
+                                        int deadline_ms) {
   STRIA_ASSIGN_OR_RETURN(std::vector<StripeRef> stripes, Stripes(layout));
   std::vector<uint64_t> sizes(stripes.size(), 0);
   STRIA_RETURN_IF_ERROR(internal::ParallelFor(pool_, stripes.size(), [&](size_t i) -> Status {
@@ -390,7 +392,7 @@ Result<uint64_t> StripedIo::GlimpseSize(const proto::Layout& layout, OpenCapas* 
     proto::OstGetattrRequest req;
     *req.mutable_object() = ObjectOf(*r.extent.plain, r.stripe);
     proto::OstGetattrReply rep;
-    Status st = CallObject(capas, proto::OP_OST_GETATTR, req, &rep);
+    Status st = CallObject(capas, proto::OP_OST_GETATTR, req, &rep, {}, deadline_ms);
     if (st.code() == Code::kNoEnt) return Status::Ok();
     STRIA_RETURN_IF_ERROR(st);
     if (!rep.exists()) return Status::Ok();

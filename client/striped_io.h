@@ -70,8 +70,11 @@ class OstTransport {
  public:
   virtual ~OstTransport() = default;
   // One RPC to OST `ost_idx`, retried/redirected as the implementation sees fit.
+  // deadline_ms >= 0: the call, its attempts and their waits included, ends within it (a
+  // mirror's I/O, client/mirror_io.h); otherwise the client's retry deadline applies.
   virtual Status OstCallRaw(uint32_t ost_idx, uint16_t opcode, std::string_view request,
-                            std::string* reply, const lnet::CallBulk& bulk) = 0;
+                            std::string* reply, const lnet::CallBulk& bulk,
+                            int deadline_ms = -1) = 0;
   // One MDS RPC with bulk: the Data-on-MDT reads and writes (OP_MDS_DOM_*) and OP_MDS_SYNC.
   virtual Status MdsCallBulk(uint16_t opcode, std::string_view request, std::string* reply,
                              const lnet::CallBulk& bulk, int retry_deadline_ms = -1) = 0;
@@ -82,21 +85,25 @@ class StripedIo {
   // pool may be null (everything then runs on the calling thread).
   StripedIo(OstTransport* transport, internal::ThreadPool* pool, uint64_t max_rpc_bytes);
 
+  // Every call takes deadline_ms: >= 0 bounds each of its OST RPCs (OstTransport).
+  //
   // *missing_object (when given) becomes true if an OST had no object it was asked for: a
   // hole of a sparse file, or an object a layout change (lfs migrate) destroyed, which the
   // caller may check by fetching the layout again.
   Result<size_t> Read(const proto::Layout& layout, uint64_t file_size, uint64_t offset,
                       std::span<uint8_t> buf, bool* missing_object = nullptr,
-                      OpenCapas* capas = nullptr);
+                      OpenCapas* capas = nullptr, int deadline_ms = -1);
   Status Write(const proto::Layout& layout, uint64_t offset, std::span<const uint8_t> data,
-               bool sync, OpenCapas* capas = nullptr);
-  Status TruncateObjects(const proto::Layout& layout, uint64_t size, OpenCapas* capas = nullptr);
+               bool sync, OpenCapas* capas = nullptr, int deadline_ms = -1);
+  Status TruncateObjects(const proto::Layout& layout, uint64_t size, OpenCapas* capas = nullptr,
+                         int deadline_ms = -1);
   // Frees file range [offset, end) in every object (fallocate PUNCH_HOLE).
   Status PunchObjects(const proto::Layout& layout, uint64_t offset, uint64_t end,
-                      OpenCapas* capas = nullptr);
+                      OpenCapas* capas = nullptr, int deadline_ms = -1);
   // OP_OST_SYNC needs no capability (it neither reads nor changes data).
-  Status SyncObjects(const proto::Layout& layout);
-  Result<uint64_t> GlimpseSize(const proto::Layout& layout, OpenCapas* capas = nullptr);
+  Status SyncObjects(const proto::Layout& layout, int deadline_ms = -1);
+  Result<uint64_t> GlimpseSize(const proto::Layout& layout, OpenCapas* capas = nullptr,
+                               int deadline_ms = -1);
 
  private:
   // One RPC of a call, with the plain layout whose object it addresses (on_mdt: the bytes
@@ -122,13 +129,13 @@ class StripedIo {
 
   template <typename Req, typename Rep>
   Status Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* rep,
-              const lnet::CallBulk& bulk = {});
+              const lnet::CallBulk& bulk = {}, int deadline_ms = -1);
   // Call for a request that names one object (req.object()), with its capability when
   // capas is set: renewed first when due or when the grant lacks the object, and once more
   // when the OSS answers kCapaExpired.
   template <typename Req, typename Rep>
   Status CallObject(OpenCapas* capas, uint16_t opcode, Req& req, Rep* rep,
-                    const lnet::CallBulk& bulk = {});
+                    const lnet::CallBulk& bulk = {}, int deadline_ms = -1);
   template <typename Req, typename Rep>
   Status CallMds(uint16_t opcode, const Req& req, Rep* rep, const lnet::CallBulk& bulk = {});
 

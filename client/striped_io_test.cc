@@ -153,7 +153,8 @@ TEST(LayoutGeometry, Checks) {
 class MemoryOsts : public OstTransport {
  public:
   Status OstCallRaw(uint32_t ost_idx, uint16_t opcode, std::string_view request,
-                    std::string* reply, const lnet::CallBulk& bulk) override {
+                    std::string* reply, const lnet::CallBulk& bulk,
+                    int /*deadline_ms*/) override {
     std::lock_guard lock(mu_);
     ++rpcs_[opcode];
     switch (opcode) {

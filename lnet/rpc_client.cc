@@ -175,7 +175,7 @@ class RpcClient::Impl {
   void set_retry_deadline_ms(int ms) { retry_deadline_ms_ = ms; }
 
   Status Call(uint16_t opcode, std::string_view request, std::string* reply,
-              const CallBulk& bulk, int retry_deadline_ms) {
+              const CallBulk& bulk, int retry_deadline_ms, int attempt_timeout_ms) {
     const uint64_t xid = next_xid_.fetch_add(1);
     const int deadline_ms = retry_deadline_ms >= 0 ? retry_deadline_ms : retry_deadline_ms_.load();
     const auto give_up = Clock::now() + std::chrono::milliseconds(deadline_ms);
@@ -184,12 +184,15 @@ class RpcClient::Impl {
     for (;;) {
       ++attempts;
       Attempt a;
-      Result<std::unique_ptr<ClientConn>> conn = Acquire();
+      Result<std::unique_ptr<ClientConn>> conn = Acquire(attempt_timeout_ms);
       if (!conn.ok()) {
         a.status = conn.status();
       } else {
         uint64_t transno = 0, committed = 0;
         ExchangeArgs args = Args(opcode, xid, request, reply, bulk);
+        if (attempt_timeout_ms >= 0 && attempt_timeout_ms < options_.rpc_timeout_ms) {
+          args.deadline = Clock::now() + std::chrono::milliseconds(attempt_timeout_ms);
+        }
         args.reply_transno = &transno;
         args.reply_committed = &committed;
         a = (*conn)->Exchange(args);
@@ -217,8 +220,9 @@ class RpcClient::Impl {
   uint64_t replays_sent() const { return replays_sent_.load(); }
 
  private:
-  // Borrows an idle connection, or opens one (waiting while max_connections are busy).
-  Result<std::unique_ptr<ClientConn>> Acquire() {
+  // Borrows an idle connection, or opens one (waiting while max_connections are busy);
+  // connect_timeout_ms >= 0 bounds the opening below the option's.
+  Result<std::unique_ptr<ClientConn>> Acquire(int connect_timeout_ms = -1) {
     {
       std::unique_lock lk(mu_);
       cv_.wait(lk, [&] { return !idle_.empty() || open_ < options_.max_connections; });
@@ -229,7 +233,7 @@ class RpcClient::Impl {
       }
       ++open_;
     }
-    Result<std::unique_ptr<ClientConn>> c = Connect();
+    Result<std::unique_ptr<ClientConn>> c = Connect(connect_timeout_ms);
     if (!c.ok()) {
       std::lock_guard lk(mu_);
       --open_;
@@ -326,11 +330,14 @@ class RpcClient::Impl {
   }
 
   // Opens a connection on the LND that carries peer_ here (lnet/lnd.h), and says CONNECT.
-  Result<std::unique_ptr<ClientConn>> Connect() {
+  Result<std::unique_ptr<ClientConn>> Connect(int connect_timeout_ms = -1) {
     STRIA_ASSIGN_OR_RETURN(Lnd lnd, ResolveLnd(peer_));
     std::unique_ptr<ClientConn> c;
     if (lnd == Lnd::kTcp) {
-      STRIA_ASSIGN_OR_RETURN(int fd, TcpConnect(peer_, options_.connect_timeout_ms));
+      const int timeout = connect_timeout_ms >= 0
+                              ? std::min(connect_timeout_ms, options_.connect_timeout_ms)
+                              : options_.connect_timeout_ms;
+      STRIA_ASSIGN_OR_RETURN(int fd, TcpConnect(peer_, std::max(timeout, 1)));
       c = std::make_unique<TcpConn>(fd);
     } else {
 #ifdef STRIA_HAVE_O2IB
@@ -432,8 +439,9 @@ RpcClient::RpcClient(Nid peer, ClientOptions options)
 RpcClient::~RpcClient() = default;
 const Nid& RpcClient::peer() const { return impl_->peer(); }
 Status RpcClient::CallRaw(uint16_t opcode, std::string_view request, std::string* reply,
-                          const CallBulk& bulk, int retry_deadline_ms) {
-  return impl_->Call(opcode, request, reply, bulk, retry_deadline_ms);
+                          const CallBulk& bulk, int retry_deadline_ms,
+                          int attempt_timeout_ms) {
+  return impl_->Call(opcode, request, reply, bulk, retry_deadline_ms, attempt_timeout_ms);
 }
 void RpcClient::set_retry_deadline_ms(int ms) { impl_->set_retry_deadline_ms(ms); }
 size_t RpcClient::pending_replays() const { return impl_->pending_replays(); }

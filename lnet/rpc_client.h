@@ -84,8 +84,11 @@ class RpcClient {
   // One exchange with raw bodies. A non-OK status is either the server's reply (its code and
   // message) or a transport failure after retries. retry_deadline_ms >= 0 overrides the
   // option for this call (e.g. a keepalive that must not outlive its period).
+  // attempt_timeout_ms >= 0 bounds each attempt's connect and reply wait below the options'
+  // (a mirrored write that moves on to the other mirrors after a short wait).
   Status CallRaw(uint16_t opcode, std::string_view request, std::string* reply,
-                 const CallBulk& bulk = {}, int retry_deadline_ms = -1);
+                 const CallBulk& bulk = {}, int retry_deadline_ms = -1,
+                 int attempt_timeout_ms = -1);
 
   template <typename Req, typename Rep>
   Status Call(uint16_t opcode, const Req& req, Rep* rep, const CallBulk& bulk = {}) {

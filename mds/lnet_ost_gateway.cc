@@ -1,5 +1,6 @@
 #include "mds/lnet_ost_gateway.h"
 
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <utility>
@@ -57,6 +58,68 @@ Result<proto::OstStatfsReply> LnetOstGateway::Statfs(const proto::OstInfo& ost) 
   proto::OstStatfsReply rep;
   STRIA_RETURN_IF_ERROR(client->Call(proto::OP_OST_STATFS, req, &rep));
   return rep;
+}
+
+void LnetOstGateway::Sign(uint32_t ops, proto::Capability* capa) const {
+  if (capa_) *capa = capa_->Authority(uuid_, ops);
+}
+
+Result<size_t> LnetOstGateway::ReadObject(const proto::OstInfo& ost, const proto::ObjectId& object,
+                                          uint64_t offset, std::span<uint8_t> buf) {
+  STRIA_ASSIGN_OR_RETURN(auto client, ClientFor(ost));
+  proto::OstIoRequest req;
+  *req.mutable_object() = object;
+  req.set_offset(offset);
+  req.set_length(buf.size());
+  if (capa_) Sign(proto::CAPA_READ, req.mutable_capa());
+  proto::OstIoReply rep;
+  size_t got = 0;
+  lnet::CallBulk bulk;
+  bulk.in = buf;
+  bulk.in_len = &got;
+  Status st = client->Call(proto::OP_OST_READ, req, &rep, bulk);
+  if (st.code() == Code::kNoEnt) return size_t{0};  // never written: all hole
+  STRIA_RETURN_IF_ERROR(st);
+  if (got > buf.size()) return Status(Code::kProtocol, "OST returned more bytes than asked");
+  return got;
+}
+
+Status LnetOstGateway::WriteObject(const proto::OstInfo& ost, const proto::ObjectId& object,
+                                   uint64_t offset, std::span<const uint8_t> data) {
+  STRIA_ASSIGN_OR_RETURN(auto client, ClientFor(ost));
+  proto::OstIoRequest req;
+  *req.mutable_object() = object;
+  req.set_offset(offset);
+  req.set_length(data.size());
+  if (capa_) Sign(proto::CAPA_WRITE, req.mutable_capa());
+  iovec iov{const_cast<uint8_t*>(data.data()), data.size()};
+  lnet::CallBulk bulk;
+  bulk.out = std::span<const iovec>(&iov, 1);
+  proto::OstIoReply rep;
+  STRIA_RETURN_IF_ERROR(client->Call(proto::OP_OST_WRITE, req, &rep, bulk));
+  if (rep.length() != data.size()) return Status(Code::kIO, "short write on OST " + ost.uuid());
+  return Status::Ok();
+}
+
+Status LnetOstGateway::TruncateObject(const proto::OstInfo& ost, const proto::ObjectId& object,
+                                      uint64_t size) {
+  STRIA_ASSIGN_OR_RETURN(auto client, ClientFor(ost));
+  proto::OstTruncateRequest req;
+  *req.mutable_object() = object;
+  req.set_size(size);
+  if (capa_) Sign(proto::CAPA_WRITE, req.mutable_capa());
+  proto::OstIoReply rep;
+  return client->Call(proto::OP_OST_TRUNCATE, req, &rep);
+}
+
+Status LnetOstGateway::SyncObjects(const proto::OstInfo& ost,
+                                   const std::vector<proto::ObjectId>& objects) {
+  STRIA_ASSIGN_OR_RETURN(auto client, ClientFor(ost));
+  proto::OstSyncRequest req;
+  req.set_ost_idx(ost.index());
+  for (const proto::ObjectId& o : objects) *req.add_objects() = o;
+  proto::OstIoReply rep;
+  return client->Call(proto::OP_OST_SYNC, req, &rep);
 }
 
 }  // namespace stria::mds

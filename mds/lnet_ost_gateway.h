@@ -1,4 +1,5 @@
-// LnetOstGateway: the MDS's OstGateway over lnet RPC (OP_OST_DESTROY, OP_OST_STATFS).
+// LnetOstGateway: the MDS's OstGateway over lnet RPC (OP_OST_DESTROY, OP_OST_STATFS, and
+// OP_OST_READ/WRITE/TRUNCATE/SYNC for the mirror resync).
 //
 // Keeps one lnet::RpcClient per OST NID (created on first use, replaced when an OST moves),
 // each with a short retry deadline so a dead OST costs a bounded few seconds; the destroy
@@ -29,9 +30,19 @@ class LnetOstGateway : public OstGateway {
 
   Status Destroy(const proto::OstInfo& ost, const proto::OstDestroyRequest& req) override;
   Result<proto::OstStatfsReply> Statfs(const proto::OstInfo& ost) override;
+  Result<size_t> ReadObject(const proto::OstInfo& ost, const proto::ObjectId& object,
+                            uint64_t offset, std::span<uint8_t> buf) override;
+  Status WriteObject(const proto::OstInfo& ost, const proto::ObjectId& object, uint64_t offset,
+                     std::span<const uint8_t> data) override;
+  Status TruncateObject(const proto::OstInfo& ost, const proto::ObjectId& object,
+                        uint64_t size) override;
+  Status SyncObjects(const proto::OstInfo& ost,
+                     const std::vector<proto::ObjectId>& objects) override;
 
  private:
   Result<std::shared_ptr<lnet::RpcClient>> ClientFor(const proto::OstInfo& ost);
+  // The MDS's capability for `ops` on any object, when it signs (null: none sent).
+  void Sign(uint32_t ops, proto::Capability* capa) const;
 
   const std::string fsname_;
   const std::shared_ptr<const lnet::KeyRing> keys_;

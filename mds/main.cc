@@ -33,6 +33,7 @@
 #include "lnet/stats_service.h"
 #include "mds/destroy_queue.h"
 #include "mds/lnet_ost_gateway.h"
+#include "mds/mirror_resync.h"
 #include "mds/internal/power_loss_fs.h"
 #include "mds/mds_service.h"
 #include "mds/namespace.h"
@@ -236,6 +237,9 @@ int main(int argc, char** argv) {
         [leases](stria::mds::MdChanges changes) { leases->RevokeLater(std::move(changes)); });
     service_options.leases = leases;
   }
+  // Copies good bytes into stale mirrors, by itself once their OSTs are back.
+  stria::mds::MirrorResync resync(ns->get(), &gateway);
+  service_options.resync = &resync;
 
   stria::lnet::ServerOptions sopts;
   sopts.name = "stria-mds";
@@ -262,6 +266,7 @@ int main(int argc, char** argv) {
   }
   queue.Start();
   sessions.Start();
+  resync.Start();
   stria::MetricsServer metrics;
   if (!metrics_addr.empty()) {
     st = metrics.Start(metrics_addr, [&service, &server] {
@@ -291,6 +296,7 @@ int main(int argc, char** argv) {
   }
   LOG_INFO("signal {}: stopping", sig);
   metrics.Stop();
+  resync.Stop();  // first: a copy an lfs request runs stops too, so the server stops soon
   server.Stop();
   sessions.Stop();
   queue.Stop();

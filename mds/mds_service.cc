@@ -10,6 +10,7 @@
 #include "lnet/stats_service.h"
 #include "lnet/lnd.h"
 #include "mds/internal/perm.h"
+#include "mds/mirror_resync.h"
 #include "mds/ops/ops.h"
 #include "mds/reply_journal.h"
 
@@ -208,11 +209,14 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
 
 std::vector<uint16_t> MdsService::ReplyCacheOpcodes() {
   using namespace proto;  // NOLINT
+  // OP_MDS_MIRROR is cached in memory only (it is not journaled): a resent extend, whose
+  // copy may outlast the client's wait, is answered rather than run twice.
   return {OP_MDS_CREATE,   OP_MDS_UNLINK,   OP_MDS_RENAME,      OP_MDS_LINK,
-          OP_MDS_SETXATTR, OP_MDS_SETATTR, OP_MDS_REMOVEXATTR};
+          OP_MDS_SETXATTR, OP_MDS_SETATTR, OP_MDS_REMOVEXATTR, OP_MDS_MIRROR};
 }
 
 bool MdsService::Journaled(proto::Opcode op) const {
+  if (op == proto::OP_MDS_MIRROR) return false;
   const auto ops = ReplyCacheOpcodes();
   return std::find(ops.begin(), ops.end(), static_cast<uint16_t>(op)) != ops.end();
 }
@@ -309,6 +313,31 @@ void MdsService::Register(lnet::RpcServer* server) {
   Add(server, OP_MDS_MIGRATE, &Migrate, /*kick=*/true);
   RegisterDomOps(server);
   RegisterCapaRenew(server);
+  RegisterMirror(server);
+}
+
+void MdsService::RegisterMirror(lnet::RpcServer* server) {
+  using namespace proto;  // NOLINT: opcode and message names
+  Namespace* ns = ns_;
+  ClientSessions* sessions = sessions_;
+  const MdsServiceOptions options = options_;
+  if (options.resync != nullptr) {
+    MirrorResync* resync = options.resync;
+    registry_->Add("mdt." + ns_->fsname() + "-MDT0000.mirror_resync",
+                   [resync] { return resync->Format(); }, nullptr);
+  }
+  server->Register<MirrorRequest, MirrorReply>(
+      OP_MDS_MIRROR,
+      [ns, sessions, options](lnet::RpcContext& ctx, const MirrorRequest& wire_req,
+                              MirrorReply* rep) -> Status {
+        if (sessions) sessions->Touch(ctx.client_uuid);
+        MirrorRequest storage;
+        const MirrorRequest& req = Squashed(wire_req, options, ctx, &storage);
+        Status st = Mirror(*ns, options.resync, req, rep);
+        ctx.last_committed = ns->LastCommitted();
+        if (!st.ok()) LOG_DEBUG("OP_MDS_MIRROR from {}: {}", ctx.peer, st.ToString());
+        return st;
+      });
 }
 
 void MdsService::RegisterCapaRenew(lnet::RpcServer* server) {

@@ -32,6 +32,8 @@
 
 namespace stria::mds {
 
+class MirrorResync;
+
 struct MdsServiceOptions {
   // Root squash: requests from uid 0 run as squash_uid:squash_gid (no supplementary groups),
   // unless they come from a NID in nosquash_nids (mds/squash.h).
@@ -48,6 +50,9 @@ struct MdsServiceOptions {
   // and MIGRATE BEGIN replies carry capabilities for the file's objects, and
   // OP_MDS_CAPA_RENEW is served. Null (no cluster key): none are made.
   std::shared_ptr<const lnet::CapaSigner> capa;
+  // The mirror resync (mds/mirror_resync.h): OP_MDS_MIRROR's RESYNC and EXTEND copy through
+  // it, and lctl get_param mdt.FS-MDT0000.mirror_resync shows it. Null: no resync.
+  MirrorResync* resync = nullptr;
   // Metadata leases (mds/leases.h): granted with LOOKUP, CREATE and GETATTR replies to
   // registered clients, and revoked before every change is answered. Null: none.
   std::shared_ptr<LeaseTable> leases;
@@ -81,6 +86,7 @@ class MdsService {
   void RegisterDomOps(lnet::RpcServer* server);
   // OP_MDS_CAPA_RENEW: it needs the connection's client and its open handles.
   void RegisterCapaRenew(lnet::RpcServer* server);
+  void RegisterMirror(lnet::RpcServer* server);
 
   Namespace* ns_;
   DestroyQueue* queue_;

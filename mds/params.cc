@@ -17,6 +17,20 @@ namespace {
 bool IsQosThresholdParam(const std::string& name) {
   return name.starts_with("lod.") && name.ends_with(".qos_threshold_rr");
 }
+bool IsResyncRateParam(const std::string& name) {
+  return name.starts_with("lod.") && name.ends_with(".mirror_resync_mb");
+}
+// "64" -> 64 (MB/s); nullopt unless 0..100000.
+std::optional<uint32_t> ParseResyncRate(const std::string& value) {
+  if (value.empty() || value.size() > 6) return std::nullopt;
+  uint32_t v = 0;
+  for (char c : value) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint32_t>(c - '0');
+  }
+  if (v > 100000) return std::nullopt;
+  return v;
+}
 bool IsOstActiveParam(const std::string& name) {
   return name.starts_with("osp.") && name.ends_with(".active");
 }
@@ -55,7 +69,8 @@ Result<std::optional<std::string>> MatchParam(rocksdb::DB* db, const std::string
 
 Status CheckParamValue(const std::string& name, const std::string& value) {
   const bool mds_tunable =
-      IsDomStripeSizeParam(name) || IsQosThresholdParam(name) || IsOstActiveParam(name);
+      IsDomStripeSizeParam(name) || IsQosThresholdParam(name) || IsOstActiveParam(name) ||
+      IsResyncRateParam(name);
   Status client = CheckClientParam(name, value.empty() ? "1" : value);
   if (!mds_tunable && client.code() == Code::kNoEnt) {
     return Status(Code::kInval, "unknown parameter '" + name +
@@ -66,6 +81,10 @@ Status CheckParamValue(const std::string& name, const std::string& value) {
   if (IsDomStripeSizeParam(name)) return ParseDomStripeSize(value).status();
   if (IsQosThresholdParam(name) && !ParsePercent(value)) {
     return Status(Code::kInval, "qos_threshold_rr '" + value + "' must be a percentage, 0-100");
+  }
+  if (IsResyncRateParam(name) && !ParseResyncRate(value)) {
+    return Status(Code::kInval, "mirror_resync_mb '" + value +
+                                    "' must be a rate in MB/s, 0 (unthrottled) to 100000");
   }
   if (IsOstActiveParam(name) && value != "0" && value != "1") {
     return Status(Code::kInval, "active '" + value + "' must be 0 or 1");
@@ -78,6 +97,13 @@ Result<uint32_t> QosThresholdRr(rocksdb::DB* db, const std::string& fsname) {
                          MatchParam(db, "lod." + fsname + "-MDT0000-mdtlov.qos_threshold_rr"));
   if (!v) return kDefaultQosThresholdRr;
   return ParsePercent(*v).value_or(kDefaultQosThresholdRr);
+}
+
+Result<uint32_t> MirrorResyncRateMb(rocksdb::DB* db, const std::string& fsname) {
+  STRIA_ASSIGN_OR_RETURN(std::optional<std::string> v,
+                         MatchParam(db, "lod." + fsname + "-MDT0000-mdtlov.mirror_resync_mb"));
+  if (!v) return kDefaultMirrorResyncMb;
+  return ParseResyncRate(*v).value_or(kDefaultMirrorResyncMb);
 }
 
 namespace {

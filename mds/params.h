@@ -6,6 +6,8 @@
 //   lod.FS-MDT0000-mdtlov.dom_stripesize    Data-on-MDT limit (mds/dom.h)
 //   lod.FS-MDT0000-mdtlov.qos_threshold_rr  free-space imbalance (%) from which allocation
 //                                           weighs OSTs by free space; default 17
+//   lod.FS-MDT0000-mdtlov.mirror_resync_mb  the mirror resync's copy rate in MB/s (0: no
+//                                           limit); default 64 (mds/mirror_resync.h)
 //   osp.FS-OSTxxxx-osc-MDT0000.active       0: the OST gets no new objects (lctl deactivate)
 // Thread-safety: reads of the DB only.
 #pragma once
@@ -23,6 +25,7 @@
 namespace stria::mds {
 
 inline constexpr uint32_t kDefaultQosThresholdRr = 17;
+inline constexpr uint32_t kDefaultMirrorResyncMb = 64;
 
 // The value of the most specific stored param matching `canonical`, or nullopt.
 Result<std::optional<std::string>> MatchParam(rocksdb::DB* db, const std::string& canonical);
@@ -34,6 +37,9 @@ Status CheckParamValue(const std::string& name, const std::string& value);
 
 // lod.*.qos_threshold_rr for `fsname` (percent, 0-100).
 Result<uint32_t> QosThresholdRr(rocksdb::DB* db, const std::string& fsname);
+
+// lod.*.mirror_resync_mb for `fsname` (MB/s, 0 = unthrottled).
+Result<uint32_t> MirrorResyncRateMb(rocksdb::DB* db, const std::string& fsname);
 
 // What allocation reads of the params, loaded once per configuration generation (every
 // set_param bumps it) rather than by a scan of the params for each OST of each create.

@@ -30,6 +30,10 @@
 //                            [k*64K, k*64K + value size); shorter or missing blocks are holes
 //                            (mds/dom.h)
 //   T<pool name>             OST pool: a serialized proto::PoolInfo (lctl pool_new)
+//   F<ino:be64>              a regular file with a stale mirror component (the resync list,
+//                            mds/mirror_resync.h): the time of the last change to it (be64
+//                            ns), written with every change while a component is stale and
+//                            deleted with the last stale mark (or the inode)
 //   R<len:u8><client uuid><xid:be64>
 //                            the reply of a non-idempotent request, written in the batch of
 //                            the change it reports (mds/reply_journal.h), so a resend after a
@@ -64,6 +68,7 @@ inline constexpr char kPrefixReply = 'R';
 inline constexpr char kPrefixOrphan = 'U';
 inline constexpr char kPrefixDom = 'M';
 inline constexpr char kPrefixPool = 'T';
+inline constexpr char kPrefixMirrorStale = 'F';
 
 // Appends v big-endian.
 inline void PutBe64(std::string* out, uint64_t v) {
@@ -136,6 +141,11 @@ inline std::string DomKey(uint64_t ino, uint32_t block) {
 inline std::string PoolKey(std::string_view name) {
   std::string k(1, kPrefixPool);
   k.append(name);
+  return k;
+}
+inline std::string MirrorStaleKey(uint64_t ino) {
+  std::string k(1, kPrefixMirrorStale);
+  PutBe64(&k, ino);
   return k;
 }
 inline std::string DestroyKey(uint64_t seq) {

@@ -10,6 +10,7 @@
 #include "mds/reply_journal.h"
 #include "mds/schema.h"
 #include "proto/layout_components.h"
+#include "proto/layout_mirrors.h"
 
 namespace stria::mds {
 
@@ -83,6 +84,9 @@ void Txn::RemoveInode(uint64_t ino) {
   }
   batch_.Delete(InodeKey(ino));
   batch_.Delete(OrphanKey(ino));
+  if (it != inodes_.end() && it->second.is_reg() && HasStale(it->second.layout)) {
+    batch_.Delete(MirrorStaleKey(ino));
+  }
   // Point deletes of the inode's xattrs, not a DeleteRange: RocksDB fragments every range
   // tombstone in the memtable on each Get and iterator, so one per unlink made the MDS
   // slower with every file removed.
@@ -144,7 +148,12 @@ void Txn::NoteChanges() {
 }
 
 Status Txn::Commit(bool sync) {
-  for (uint64_t ino : dirty_) batch_.Put(InodeKey(ino), inodes_.at(ino).Encode());
+  for (uint64_t ino : dirty_) {
+    const InodeRecord& rec = inodes_.at(ino);
+    batch_.Put(InodeKey(ino), rec.Encode());
+    // A file with a stale mirror is on the resync list, stamped with its latest change.
+    if (rec.is_reg() && HasStale(rec.layout)) batch_.Put(MirrorStaleKey(ino), EncodeBe64(now_));
+  }
   // Ids past the reserved ranges: reserve the next range in this batch, which must then be
   // durable before the reply (DeferredSync::Require).
   bool reserved = false;

@@ -56,13 +56,12 @@ std::vector<const proto::StripeObject*> AllObjects(const proto::Layout& l) {
   return out;
 }
 
-Status CheckComponentExtents(const proto::Layout& l) {
-  if (l.components_size() > kMaxLayoutComponents) {
-    return Status(Code::kInval, "a layout has at most " + std::to_string(kMaxLayoutComponents) +
-                                    " components, not " + std::to_string(l.components_size()));
-  }
+namespace {
+
+// The rules for the components [first, last) of one mirror (or of a layout without mirrors).
+Status CheckOneTiling(const proto::Layout& l, int first, int last, bool mirrored) {
   uint64_t expect = 0;
-  for (int i = 0; i < l.components_size(); ++i) {
+  for (int i = first; i < last; ++i) {
     const proto::LayoutComponent& c = l.components(i);
     const std::string which = "component " + std::to_string(i + 1);
     if (c.start() != expect) {
@@ -81,16 +80,72 @@ Status CheckComponentExtents(const proto::Layout& l) {
     if (c.layout().components_size() > 0) {
       return Status(Code::kInval, which + " is itself composite");
     }
-    if (c.end() == kLayoutEof && i + 1 != l.components_size()) {
+    if (c.end() == kLayoutEof && i + 1 != last) {
       return Status(Code::kInval, which + " ends at EOF but is not the last");
     }
-    if (c.layout().pattern() == proto::PATTERN_MDT && i != 0) {
-      return Status(Code::kInval, which + ": only the first component may be on the MDT");
+    if (c.layout().pattern() == proto::PATTERN_MDT && (i != 0 || mirrored)) {
+      return Status(Code::kInval, which + ": only the first component of a file without "
+                                          "mirrors may be on the MDT");
     }
     if (c.layout().pattern() == proto::PATTERN_MDT && c.end() == kLayoutEof) {
       return Status(Code::kInval, which + ": a Data-on-MDT component cannot end at EOF");
     }
+    uint64_t at = c.start();
+    for (const proto::ByteRange& r : c.stale_ranges()) {
+      if (!(c.flags() & kLcmeFlStale) || r.start() < at || r.end() <= r.start() ||
+          r.end() > c.end()) {
+        return Status(Code::kInval, which + ": stale ranges must be sorted, disjoint and inside "
+                                            "the extent of a stale component");
+      }
+      at = r.end();
+    }
     expect = c.end();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckComponentExtents(const proto::Layout& l) {
+  if (l.components_size() > kMaxLayoutComponents) {
+    return Status(Code::kInval, "a layout has at most " + std::to_string(kMaxLayoutComponents) +
+                                    " components, not " + std::to_string(l.components_size()));
+  }
+  // Each mirror's components are consecutive and tile the file on their own.
+  std::vector<std::pair<int, int>> groups;  // [first, last) per mirror
+  std::vector<uint32_t> seen;
+  for (int i = 0; i < l.components_size(); ++i) {
+    const uint32_t mirror = MirrorIdOf(l.components(i).id());
+    if (i > 0 && mirror == MirrorIdOf(l.components(i - 1).id())) {
+      groups.back().second = i + 1;
+      continue;
+    }
+    for (uint32_t m : seen) {
+      if (m == mirror) {
+        return Status(Code::kInval, "the components of mirror " + std::to_string(mirror) +
+                                        " are not consecutive");
+      }
+    }
+    seen.push_back(mirror);
+    groups.push_back({i, i + 1});
+  }
+  const bool mirrored = groups.size() > 1;
+  if (groups.size() > kMaxMirrors) {
+    return Status(Code::kInval, "a file has at most " + std::to_string(kMaxMirrors) +
+                                    " mirrors, not " + std::to_string(groups.size()));
+  }
+  if (mirrored) {
+    for (uint32_t m : seen) {
+      if (m == 0) return Status(Code::kInval, "a mirrored layout names mirror 0");
+    }
+  }
+  for (auto [first, last] : groups) {
+    STRIA_RETURN_IF_ERROR(CheckOneTiling(l, first, last, mirrored));
+    if (l.components(last - 1).end() != l.components(l.components_size() - 1).end()) {
+      return Status(Code::kInval, "every mirror must end where the last one does (" +
+                                      std::to_string(l.components(l.components_size() - 1).end()) +
+                                      ")");
+    }
   }
   return Status::Ok();
 }

@@ -23,13 +23,25 @@
 namespace stria {
 
 inline constexpr uint64_t kLayoutEof = UINT64_MAX;  // LUSTRE_EOF
-inline constexpr uint32_t kLcmeFlInit = 0x10;       // LCME_FL_INIT
+// lcme_flags bits, as Lustre's lov_comp_md_entry_flags.
+inline constexpr uint32_t kLcmeFlStale = 0x1;   // LCME_FL_STALE: a mirror lacking some bytes
+inline constexpr uint32_t kLcmeFlPrefRd = 0x2;  // LCME_FL_PREF_RD: read this mirror first
+inline constexpr uint32_t kLcmeFlPrefWr = 0x4;  // LCME_FL_PREF_WR
+inline constexpr uint32_t kLcmeFlPrefRw = 0x6;  // LCME_FL_PREF_RW ("prefer")
+inline constexpr uint32_t kLcmeFlInit = 0x10;   // LCME_FL_INIT
 inline constexpr int kMaxLayoutComponents = 64;
+inline constexpr uint32_t kMaxMirrors = 16;     // LUSTRE_MIRROR_COUNT_MAX
+// A component id's high 16 bits are its mirror id (lcme_mirror_id; 0: not mirrored).
+inline constexpr uint32_t MirrorIdOf(uint32_t component_id) { return component_id >> 16; }
+inline constexpr uint32_t ComponentId(uint32_t mirror_id, uint32_t seq) {
+  return (mirror_id << 16) | (seq & 0xffff);
+}
 inline constexpr uint64_t kComponentAlign = 64ull << 10;  // an e_end is a multiple of this
 
 inline bool IsComposite(const proto::Layout& l) { return l.components_size() > 0; }
 
-// One plain layout and the file bytes it stores.
+// One plain layout and the file bytes it stores. A mirrored layout has one per component of
+// every mirror: extents of different mirrors overlap (proto/layout_mirrors.h picks one).
 struct LayoutExtent {
   uint64_t start = 0;
   uint64_t end = kLayoutEof;
@@ -60,7 +72,11 @@ std::vector<const proto::StripeObject*> AllObjects(const proto::Layout& l);
 
 // EINVAL with a reason unless the components tile [0, end) in order: the first starts at 0,
 // each starts where the previous ended, ends grow, every end but EOF is a multiple of
-// kComponentAlign, at most kMaxLayoutComponents, and no component nests another.
+// kComponentAlign, at most kMaxLayoutComponents, and no component nests another. With
+// mirrors (mirror ids in the component ids), each mirror's components are consecutive and
+// tile the file that way on their own, every mirror ends at the same place, none is mirror
+// 0, there are at most kMaxMirrors, and none is on the MDT. Stale ranges lie sorted inside
+// their component's extent.
 Status CheckComponentExtents(const proto::Layout& l);
 
 }  // namespace stria

@@ -7,6 +7,7 @@
 #include "common/fid.h"
 #include "common/layout.h"
 #include "proto/layout_components.h"
+#include "proto/layout_mirrors.h"
 
 namespace stria::tools {
 namespace {
@@ -145,15 +146,35 @@ std::string EndString(uint64_t end) {
   return end == kLayoutEof ? std::string("EOF") : std::to_string(end);
 }
 
+// lcme_flags as Lustre's comp_flags_table names them, in its order; unknown bits in hex.
 std::string FlagsString(uint32_t flags) {
   if (flags == 0) return "0";
+  static constexpr std::pair<uint32_t, const char*> kNames[] = {
+      {kLcmeFlInit, "init"},     {kLcmeFlStale, "stale"},   {kLcmeFlPrefRw, "prefer"},
+      {kLcmeFlPrefWr, "prefwr"}, {kLcmeFlPrefRd, "prefrd"},
+  };
   std::string out;
-  if (flags & kLcmeFlInit) out = "init";
-  if (flags & ~kLcmeFlInit) {
+  for (const auto& [bits, name] : kNames) {
+    if ((flags & bits) != bits) continue;
     if (!out.empty()) out += ",";
-    out += Printf("%#x", flags & ~kLcmeFlInit);
+    out += name;
+    flags &= ~bits;
+  }
+  if (flags != 0) {
+    if (!out.empty()) out += ",";
+    out += Printf("%#x", flags);
   }
   return out;
+}
+
+// lcm_flags (llapi_layout_flags_string): the state of a mirrored file.
+std::string LcmFlagsString(uint32_t flags) {
+  switch (flags) {
+    case kLcmFlRdonly: return "ro";
+    case kLcmFlWritePending: return "wp";
+    case kLcmFlSyncPending: return "sp";
+    default: return "0";
+  }
 }
 
 // lov_dump_comp_v1: the composite header, then each component and its sub-layout.
@@ -182,7 +203,8 @@ std::string FormatComposite(std::string_view path, const proto::Layout& layout,
   if (format.detail) {
     out += "composite_header:\n  lcm_magic:         0x0BD60BD0\n";
     out += "  lcm_size:          " + std::to_string(total) + "\n";
-    out += "  lcm_flags:         0\n";
+    out += "  lcm_flags:         " + (is_dir ? std::string(IsMirrored(layout) ? "mirrored" : "")
+                                            : LcmFlagsString(LcmFlags(layout))) + "\n";
   }
   // A header field alone prints its value; with others, its label.
   const uint32_t hf = format.fields;
@@ -196,7 +218,7 @@ std::string FormatComposite(std::string_view path, const proto::Layout& layout,
     out += "\n";
   };
   header(kFieldGeneration, "lcm_layout_gen:    ", is_dir ? 0 : layout.generation());
-  if (all) out += "  lcm_mirror_count:  1\n";
+  if (all) out += "  lcm_mirror_count:  " + std::to_string(MirrorCount(layout)) + "\n";
   header(kFieldComponentCount, "lcm_entry_count:   ",
          static_cast<uint32_t>(layout.components_size()));
   if (format.detail) out += "components:\n";
@@ -224,7 +246,10 @@ std::string FormatComposite(std::string_view path, const proto::Layout& layout,
     const bool init = !is_dir && (c.flags() & kLcmeFlInit) != 0;
     const std::string id = is_dir || c.id() == 0 ? std::string("N/A") : std::to_string(c.id());
     out += (format.detail ? "  - lcme_id:             " : "    lcme_id:             ") + id + "\n";
-    out += "    lcme_mirror_id:      " + std::string(is_dir || c.id() == 0 ? "N/A" : "0") + "\n";
+    // A template names only its mirror (none when not mirrored).
+    const bool no_id = is_dir ? MirrorIdOf(c.id()) == 0 : c.id() == 0;
+    out += "    lcme_mirror_id:      " +
+           (no_id ? std::string("N/A") : std::to_string(MirrorIdOf(c.id()))) + "\n";
     out += "    lcme_flags:          " + FlagsString(is_dir ? 0 : c.flags()) + "\n";
     out += "    lcme_extent.e_start: " + std::to_string(c.start()) + "\n";
     out += "    lcme_extent.e_end:   " + EndString(c.end()) + "\n";

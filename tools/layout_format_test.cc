@@ -188,6 +188,46 @@ TEST(FormatFileLayoutTest, CompositeLustreShape) {
             "\n");
 }
 
+// Two mirrors, one component each; mirror 2 stale, as Lustre 2.16 prints them.
+TEST(FormatFileLayoutTest, MirroredLustreShape) {
+  proto::Layout l;
+  l.set_generation(4);
+  for (uint32_t m = 1; m <= 2; ++m) {
+    proto::LayoutComponent* c = l.add_components();
+    c->set_id(ComponentId(m, m));
+    c->set_start(0);
+    c->set_end(kLayoutEof);
+    c->set_flags(kLcmeFlInit | (m == 2 ? kLcmeFlStale : 0u) | (m == 1 ? kLcmeFlPrefRw : 0u));
+    proto::Layout* p = c->mutable_layout();
+    p->set_pattern(proto::PATTERN_RAID0);
+    p->set_stripe_size(1 << 20);
+    p->set_stripe_count(1);
+    p->set_stripe_offset(static_cast<int32_t>(m - 1));
+    proto::StripeObject* o = p->add_objects();
+    o->set_ost_idx(m - 1);
+    o->set_object_id(2);
+  }
+  const std::string got = FormatFileLayout("f", l, {});
+  EXPECT_NE(got.find("  lcm_layout_gen:    4\n"
+                     "  lcm_mirror_count:  2\n"
+                     "  lcm_entry_count:   2\n"
+                     "    lcme_id:             65537\n"
+                     "    lcme_mirror_id:      1\n"
+                     "    lcme_flags:          init,prefer\n"),
+            std::string::npos)
+      << got;
+  EXPECT_NE(got.find("    lcme_id:             131074\n"
+                     "    lcme_mirror_id:      2\n"
+                     "    lcme_flags:          init,stale\n"),
+            std::string::npos)
+      << got;
+  GetstripeFormat v;
+  v.detail = true;
+  EXPECT_NE(FormatFileLayout("f", l, v).find("  lcm_flags:         wp\n"), std::string::npos);
+  l.mutable_components(1)->set_flags(kLcmeFlInit);
+  EXPECT_NE(FormatFileLayout("f", l, v).find("  lcm_flags:         ro\n"), std::string::npos);
+}
+
 TEST(FormatFileLayoutTest, CompositeSingleFieldsAndOneComponent) {
   GetstripeFormat count;
   count.fields = kFieldCount;

@@ -7,7 +7,7 @@
 //   lctl ping NID [TIMEOUT_SECONDS]                one OP_PING round trip, and its LND
 //   lctl peers NID                                 the connections of the service at NID
 //                                                  and the LND carrying each (lnetctl-like)
-//   lctl [--mgs NID[,NID]] scrub [--ost INDEX] [--timeout SECONDS]
+//   lctl [--mgs NID[,NID]] scrub [--ost INDEX] [--timeout SECONDS] [--repair]
 //                                                  verify on-disk checksums (tools/lctl_scrub.h)
 //   lctl --version, lctl help
 //
@@ -76,7 +76,7 @@ void PrintHelp(FILE* out) {
              "  --device N|OSTNAME deactivate|activate\n"
              "                               stop (resume) allocating new objects on an OST\n"
              "                               (N as in dl; osp.*.active on the MGS)\n"
-             "  scrub [--ost INDEX] [--timeout SECONDS]\n"
+             "  scrub [--ost INDEX] [--timeout SECONDS] [--repair]\n"
              "                               verify every object's checksums on the OSTs\n"
              "                               (all OSTs by default); exit 5 when corrupt\n"
              "  --version                    show the version\n"

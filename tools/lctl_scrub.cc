@@ -3,11 +3,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "lnet/nid.h"
 #include "lnet/rpc_client.h"
+#include "client/metadata.h"
+#include "common/fid.h"
+#include "proto/layout_mirrors.h"
 #include "proto/stria.pb.h"
 #include "tools/fs_connect.h"
 
@@ -76,6 +81,69 @@ void PrintReport(const proto::OstScrubReply& rep) {
   }
 }
 
+// Finds the files that hold the corrupt objects `bad` ((OST, object id) -> first bad offset)
+// and reports each damaged mirror component to the MDS, whose resync rewrites it from a good
+// mirror. Prints one line per object; returns how many could not be handed over.
+int RepairFromMirrors(client::Client* c, const std::map<std::pair<uint32_t, uint64_t>, uint64_t>& bad) {
+  ToolSession session;
+  std::map<std::pair<uint32_t, uint64_t>, bool> found;
+  std::vector<uint64_t> dirs{1};  // the root
+  int unrepaired = 0;
+  while (!dirs.empty() && found.size() < bad.size()) {
+    const uint64_t dir = dirs.back();
+    dirs.pop_back();
+    auto entries = session.ListDir(c, dir, /*plus=*/true);
+    if (!entries.ok()) {
+      std::fprintf(stderr, "lctl scrub: repair: directory %llu: %s\n",
+                   static_cast<unsigned long long>(dir), entries.status().ToString().c_str());
+      continue;
+    }
+    for (const proto::DirEntry& e : *entries) {
+      if (e.type() == proto::FT_DIR) dirs.push_back(e.ino());
+      if (e.type() != proto::FT_REG || !e.has_layout()) continue;
+      const proto::Layout& l = e.layout();
+      for (const proto::LayoutComponent& comp : l.components()) {
+        for (const proto::StripeObject& o : comp.layout().objects()) {
+          const auto key = std::make_pair(o.ost_idx(), o.object_id());
+          if (!bad.count(key) || found.count(key)) continue;
+          found[key] = true;
+          const std::string what = OstName(o.ost_idx()) + " object " +
+                                   std::to_string(o.object_id()) + " of " +
+                                   FormatFid(FidOfIno(e.ino()));
+          const uint64_t end = std::min(comp.end(), std::max<uint64_t>(e.attr().size(), 1));
+          if (!IsMirrored(l) || end <= comp.start()) {
+            std::printf("repair: %s: not repairable (no other mirror)\n", what.c_str());
+            ++unrepaired;
+            continue;
+          }
+          proto::MirrorRequest req;
+          req.set_ino(e.ino());
+          req.set_command(proto::MIRROR_STALE);
+          req.set_mirror_id(MirrorIdOf(comp.id()));
+          req.set_start(comp.start());
+          req.set_end(end);
+          req.set_damaged(true);
+          Status st = client::Metadata(c).Mirror(session.cred(), req).status();
+          if (st.ok()) {
+            std::printf("repair: %s: mirror %u handed to the resync\n", what.c_str(),
+                        MirrorIdOf(comp.id()));
+          } else {
+            std::printf("repair: %s: not repairable (%s)\n", what.c_str(), st.ToString().c_str());
+            ++unrepaired;
+          }
+        }
+      }
+    }
+  }
+  for (const auto& [key, offset] : bad) {
+    if (found.count(key)) continue;
+    std::printf("repair: %s object %llu: no file holds it\n", OstName(key.first).c_str(),
+                static_cast<unsigned long long>(key.second));
+    ++unrepaired;
+  }
+  return unrepaired;
+}
+
 }  // namespace
 
 Result<ScrubArgs> ParseScrubArgs(int argc, char** argv) {
@@ -85,6 +153,8 @@ Result<ScrubArgs> ParseScrubArgs(int argc, char** argv) {
     if (std::strcmp(argv[i], "--ost") == 0 && has_value) {
       STRIA_ASSIGN_OR_RETURN(long v, ParseNumber("OST index", argv[++i], 0xffff));
       args.ost = static_cast<uint32_t>(v);
+    } else if (std::strcmp(argv[i], "--repair") == 0) {
+      args.repair = true;
     } else if (std::strcmp(argv[i], "--timeout") == 0 && has_value) {
       STRIA_ASSIGN_OR_RETURN(long v, ParseNumber("timeout", argv[++i], 7 * 24 * 3600));
       if (v == 0) return Status(Code::kInval, "scrub: the timeout must be at least 1 second");
@@ -114,6 +184,7 @@ int LctlScrub(client::Client* c, const ScrubArgs& args) {
   }
   bool corrupt = false;
   int failed = 0;
+  std::map<std::pair<uint32_t, uint64_t>, uint64_t> bad;  // (OST, object) -> first bad offset
   for (const auto& [index, ost] : osts) {
     Result<proto::OstScrubReply> rep = ScrubOne(*ost, config->fsname(), args.timeout_s);
     if (!rep.ok()) {
@@ -124,7 +195,11 @@ int LctlScrub(client::Client* c, const ScrubArgs& args) {
     }
     PrintReport(*rep);
     corrupt = corrupt || rep->corrupt_objects() > 0;
+    for (const proto::OstScrubCorruption& x : rep->corruptions()) {
+      bad[{x.object().ost_idx(), x.object().object_id()}] = x.offset();
+    }
   }
+  if (args.repair && !bad.empty()) RepairFromMirrors(c, bad);
   if (corrupt) return ExitCode(Status(Code::kCorrupt, "corruption found"));
   return failed;
 }

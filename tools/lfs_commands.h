@@ -20,6 +20,7 @@ int LfsMigrate(int argc, char** argv);
 int LfsSwapLayouts(int argc, char** argv);
 int LfsDataVersion(int argc, char** argv);
 int LfsManifest(int argc, char** argv);  // create / verify
+int LfsMirror(int argc, char** argv);    // create, extend, split, resync, verify, read, write
 
 // The usage text of a subcommand ("" when unknown).
 const char* LfsUsage(const char* command);

@@ -7,6 +7,7 @@
 //                [[!] --stripe-count|-c [+-]N] [[!] --stripe-size|-S [+-]N[kMG]]
 //                [[!] --component-count [+-]N] [[!] --layout|-L raid0|mdt]
 //                [[!] --pool POOL] [[!] --ost|-O INDEX[,INDEX...]]
+//                [[!] --mirror-count [+-]N] [[!] --mirror-state [^]ro|wp|sp]
 //                [--maxdepth|-D N] [--print0|-0]
 //
 // Single-dash spellings work too (-name, -type, -size, -mtime, ...). `!` negates the test
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "proto/layout_components.h"
+#include "proto/layout_mirrors.h"
 #include "tools/fs_connect.h"
 #include "tools/lfs_commands.h"
 #include "tools/mount_info.h"
@@ -255,6 +257,34 @@ Result<Test> MakeTest(int c, const std::string& arg) {
       };
       return t;
     }
+    case 'm': {  // --mirror-count: lcm_mirror_count (1 for a file without mirrors)
+      auto n = ParseNumberTest(arg);
+      if (!n) return bad("--mirror-count");
+      t.match = [n = *n](const Entry& e) {
+        return e.layout != nullptr && n.Matches(MirrorCount(*e.layout));
+      };
+      return t;
+    }
+    case 'W': {  // --mirror-state: ro, wp or sp (lcm_flags); ^STATE negates
+      std::string state = arg;
+      const bool neg = !state.empty() && state[0] == '^';
+      if (neg) state.erase(0, 1);
+      uint32_t want = 0;
+      if (state == "ro") {
+        want = kLcmFlRdonly;
+      } else if (state == "wp") {
+        want = kLcmFlWritePending;
+      } else if (state == "sp") {
+        want = kLcmFlSyncPending;
+      } else {
+        return Status(Code::kInval, "--mirror-state takes [^]ro, wp or sp");
+      }
+      t.match = [want, neg](const Entry& e) {
+        if (e.layout == nullptr || !IsMirrored(*e.layout)) return false;
+        return (LcmFlags(*e.layout) == want) != neg;
+      };
+      return t;
+    }
     case 'L': {
       if (arg != "raid0" && arg != "mdt")
         return Status(Code::kInval, "--layout takes raid0 or mdt");
@@ -314,6 +344,8 @@ int LfsFind(int argc, char** argv) {
       {"iname", required_argument, nullptr, 'N'},
       {"layout", required_argument, nullptr, 'L'},
       {"maxdepth", required_argument, nullptr, 'D'},
+      {"mirror-count", required_argument, nullptr, 'm'},
+      {"mirror-state", required_argument, nullptr, 'W'},
       {"mtime", required_argument, nullptr, 'M'},
       {"name", required_argument, nullptr, 'n'},
       {"ost", required_argument, nullptr, 'O'},

@@ -36,6 +36,7 @@ void PrintHelp(FILE* out) {
              "  swap_layouts  exchange two files' layouts (and bytes)\n"
              "  data_version  a number that changes when a file's bytes change\n"
              "  manifest    create or verify a dataset's SHA-256 manifest\n"
+             "  mirror      mirrored files: create, extend, split, resync, verify, read, write\n"
              "  help        show a command's usage\n"
              "  --version   show the version\n"
              "Run 'lfs help COMMAND' for a command's options.\n",
@@ -89,6 +90,7 @@ int main(int argc, char** argv) {
   if (cmd == "swap_layouts") return LfsSwapLayouts(argc - 1, argv + 1);
   if (cmd == "data_version") return LfsDataVersion(argc - 1, argv + 1);
   if (cmd == "manifest") return LfsManifest(argc - 1, argv + 1);
+  if (cmd == "mirror") return LfsMirror(argc - 1, argv + 1);
   std::fprintf(stderr, "lfs: unknown command '%s'; try 'lfs help'\n", cmd.c_str());
 
   return kUsageError;

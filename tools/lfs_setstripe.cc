@@ -3,7 +3,8 @@
 // -E END starts a component of a composite (PFL) layout that ends at END (a size, or -1/EOF
 // for the end of the file); the options after it (-c, -S, -i, -p) describe that component,
 // and the next -E starts the next one where it ends. Layout options before the first -E
-// are refused, as they would be ambiguous.
+// are refused, as they would be ambiguous. -N[COUNT] makes mirrors (Lustre's FLR), each
+// described by the options after it; `lfs mirror create` is this command with -N required.
 #include <getopt.h>
 #include <sys/stat.h>
 
@@ -32,9 +33,11 @@ struct SetstripeArgs {
   std::vector<std::string> paths;
 };
 
+const char* g_cmd = "setstripe";  // the command name in messages: "setstripe", "mirror create"
+
 int Usage(const char* why) {
-  if (why != nullptr && *why != '\0') std::fprintf(stderr, "lfs setstripe: %s\n", why);
-  std::fputs(LfsUsage("setstripe"), stderr);
+  if (why != nullptr && *why != '\0') std::fprintf(stderr, "lfs %s: %s\n", g_cmd, why);
+  std::fputs(LfsUsage(g_cmd), stderr);
   return kUsageError;
 }
 
@@ -48,13 +51,13 @@ mode_t CurrentUmask() {
 int SetstripeOne(ToolSession& session, const SetstripeArgs& args, const std::string& path) {
   auto where = LocatePath(path);
   if (!where.ok()) {
-    std::fprintf(stderr, "lfs setstripe: cannot find '%s': %s\n", path.c_str(),
+    std::fprintf(stderr, "lfs %s: cannot find '%s': %s\n", g_cmd, path.c_str(),
                  where.status().message().c_str());
     return ExitCode(where.status());
   }
   auto c = session.ClientFor(*where);
   if (!c.ok()) {
-    std::fprintf(stderr, "lfs setstripe: cannot connect to '%s': %s\n",
+    std::fprintf(stderr, "lfs %s: cannot connect to '%s': %s\n", g_cmd,
                  where->mount.source.c_str(), c.status().ToString().c_str());
     return ExitCode(c.status());
   }
@@ -64,24 +67,24 @@ int SetstripeOne(ToolSession& session, const SetstripeArgs& args, const std::str
     Status st = args.remove ? md.RemoveDefaultLayout(session.cred(), target->attr.ino())
                             : md.SetDefaultLayout(session.cred(), target->attr.ino(), args.layout);
     if (!st.ok()) {
-      std::fprintf(stderr, "lfs setstripe: cannot %s default layout of '%s': %s\n",
+      std::fprintf(stderr, "lfs %s: cannot %s default layout of '%s': %s\n", g_cmd,
                    args.remove ? "delete" : "set", path.c_str(), st.ToString().c_str());
       return ExitCode(st);
     }
     return 0;
   }
   if (target.ok()) {
-    std::fprintf(stderr, "lfs setstripe: cannot change layout of existing file '%s': %s\n",
+    std::fprintf(stderr, "lfs %s: cannot change layout of existing file '%s': %s\n", g_cmd,
                  path.c_str(), std::strerror(EEXIST));
     return EEXIST;
   }
   if (target.status().code() != Code::kNoEnt) {
-    std::fprintf(stderr, "lfs setstripe: cannot stat '%s': %s\n", path.c_str(),
+    std::fprintf(stderr, "lfs %s: cannot stat '%s': %s\n", g_cmd, path.c_str(),
                  target.status().ToString().c_str());
     return ExitCode(target.status());
   }
   if (args.remove) {
-    std::fprintf(stderr, "lfs setstripe: cannot delete default layout of '%s': %s\n",
+    std::fprintf(stderr, "lfs %s: cannot delete default layout of '%s': %s\n", g_cmd,
                  path.c_str(), std::strerror(ENOENT));
     return ENOENT;
   }
@@ -89,12 +92,12 @@ int SetstripeOne(ToolSession& session, const SetstripeArgs& args, const std::str
   auto [parent_path, name] = SplitParent(where->fs_path);
   auto parent = session.Resolve(*c, parent_path);
   if (!parent.ok()) {
-    std::fprintf(stderr, "lfs setstripe: cannot create '%s': %s\n", path.c_str(),
+    std::fprintf(stderr, "lfs %s: cannot create '%s': %s\n", g_cmd, path.c_str(),
                  parent.status().ToString().c_str());
     return ExitCode(parent.status());
   }
   if (!parent->is_dir()) {
-    std::fprintf(stderr, "lfs setstripe: cannot create '%s': %s\n", path.c_str(),
+    std::fprintf(stderr, "lfs %s: cannot create '%s': %s\n", g_cmd, path.c_str(),
                  std::strerror(ENOTDIR));
     return ENOTDIR;
   }
@@ -108,10 +111,10 @@ int SetstripeOne(ToolSession& session, const SetstripeArgs& args, const std::str
   Status st = client::Metadata(*c).Create(session.cred(), ca).status();
   if (!st.ok()) {
     if (st.code() == Code::kExist) {
-      std::fprintf(stderr, "lfs setstripe: cannot change layout of existing file '%s': %s\n",
+      std::fprintf(stderr, "lfs %s: cannot change layout of existing file '%s': %s\n", g_cmd,
                    path.c_str(), std::strerror(EEXIST));
     } else {
-      std::fprintf(stderr, "lfs setstripe: cannot create '%s': %s\n", path.c_str(),
+      std::fprintf(stderr, "lfs %s: cannot create '%s': %s\n", g_cmd, path.c_str(),
                    st.ToString().c_str());
     }
     return ExitCode(st);
@@ -119,10 +122,13 @@ int SetstripeOne(ToolSession& session, const SetstripeArgs& args, const std::str
   return 0;
 }
 
-}  // namespace
-
-int LfsSetstripe(int argc, char** argv) {
+// lfs setstripe, and lfs mirror create (mirror_create: -N required, only new files or
+// directories).
+int RunSetstripe(int argc, char** argv, bool mirror_create) {
+  constexpr int kFlags = 0x100;
   static const option kLong[] = {
+      {"mirror-count", optional_argument, nullptr, 'N'},
+      {"flags", required_argument, nullptr, kFlags},
       {"stripe-count", required_argument, nullptr, 'c'},
       {"stripe_count", required_argument, nullptr, 'c'},
       {"delete", no_argument, nullptr, 'd'},
@@ -145,7 +151,7 @@ int LfsSetstripe(int argc, char** argv) {
   opterr = 0;
   int c;
   std::string yaml_file;
-  while ((c = getopt_long(argc, argv, ":c:dE:i:L:o:p:S:y:h", kLong, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, ":c:dE:i:L:N::o:p:S:y:h", kLong, nullptr)) != -1) {
     switch (c) {
       case 'y':
         yaml_file = optarg;
@@ -160,10 +166,14 @@ int LfsSetstripe(int argc, char** argv) {
       case 'o':
       case 'p':
       case 'S':
+      case 'N':
         if (Status st = options.Apply(c, optarg); !st.ok()) return Usage(st.message().c_str());
         break;
+      case kFlags:
+        if (Status st = options.Apply('F', optarg); !st.ok()) return Usage(st.message().c_str());
+        break;
       case 'h':
-        std::fputs(LfsUsage("setstripe"), stdout);
+        std::fputs(LfsUsage(g_cmd), stdout);
         return 0;
       case ':':
         return Usage((std::string("option '") + argv[optind - 1] + "' requires an argument")
@@ -179,12 +189,13 @@ int LfsSetstripe(int argc, char** argv) {
   if (args.remove && layout_given) {
     return Usage("cannot combine -d with other options");
   }
+  if (mirror_create && !options.mirrored()) return Usage("missing -N (--mirror-count)");
   if (!yaml_file.empty()) {
     // A template (lfs getstripe --yaml): the whole layout comes from it.
     if (layout_given || args.remove) return Usage("--yaml takes no other layout option");
     std::ifstream in(yaml_file);
     if (!in) {
-      std::fprintf(stderr, "lfs setstripe: cannot read '%s': %s\n", yaml_file.c_str(),
+      std::fprintf(stderr, "lfs %s: cannot read '%s': %s\n", g_cmd, yaml_file.c_str(),
                    std::strerror(errno));
       return errno != 0 ? errno : EIO;
     }
@@ -192,13 +203,14 @@ int LfsSetstripe(int argc, char** argv) {
     text << in.rdbuf();
     auto parsed = ParseYaml(text.str());
     if (!parsed.ok()) {
-      std::fprintf(stderr, "lfs setstripe: '%s': %s\n", yaml_file.c_str(),
+      std::fprintf(stderr, "lfs %s: '%s': %s\n", g_cmd, yaml_file.c_str(),
                    parsed.status().message().c_str());
       return kUsageError;
     }
     args.layout = *parsed;
   }
   if (Status st = options.Finish(); !st.ok()) return Usage(st.message().c_str());
+  if (yaml_file.empty()) args.layout = options.layout();  // -N assembled by Finish
   ToolSession session;
   int rc = 0;
   for (const std::string& path : args.paths) {
@@ -206,6 +218,18 @@ int LfsSetstripe(int argc, char** argv) {
     if (rc == 0) rc = r;
   }
   return rc;
+}
+
+}  // namespace
+
+int LfsSetstripe(int argc, char** argv) {
+  g_cmd = "setstripe";
+  return RunSetstripe(argc, argv, /*mirror_create=*/false);
+}
+
+int LfsMirrorCreate(int argc, char** argv) {
+  g_cmd = "mirror create";
+  return RunSetstripe(argc, argv, /*mirror_create=*/true);
 }
 
 }  // namespace stria::tools

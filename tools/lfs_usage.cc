@@ -32,6 +32,7 @@ const char* LfsUsage(const char* command) {
            "\tSIZE: stripe size in bytes, a multiple of 64 KiB; k, M or G suffix\n"
            "\tSTART_OST_IDX: the OST of the first stripe (-1 = let the MDS choose)\n"
            "\tOn a directory: sets the default layout its new files inherit (-d removes it).\n"
+           "\t-N[COUNT]: mirrors, as lfs mirror create.\n"
            "\tOn a path that does not exist: creates an empty file with that layout.\n";
   }
   if (cmd == "getstripe") {
@@ -55,6 +56,7 @@ const char* LfsUsage(const char* command) {
            "                [[!] --stripe-count|-c [+-]N] [[!] --stripe-size|-S [+-]SIZE]\n"
            "                [[!] --component-count [+-]N] [[!] --layout|-L raid0|mdt]\n"
            "                [[!] --pool POOL] [[!] --ost|-O INDEX[,INDEX...]]\n"
+           "                [[!] --mirror-count [+-]N] [[!] --mirror-state [^]ro|wp|sp]\n"
            "                [--maxdepth|-D N] [--print0|-0]\n"
            "\tSingle-dash spellings (-name, -size, ...) work too; '!' negates the next test.\n"
            "\tA composite file matches --stripe-count/--stripe-size when one of its\n"
@@ -105,6 +107,48 @@ const char* LfsUsage(const char* command) {
   if (cmd == "check") {
     return "usage: lfs check osts|mds|mgts|servers [PATH]\n"
            "\tPings each target and prints NAME active. or NAME inactive.\n";
+  }
+  if (cmd == "mirror") {
+    return "usage: lfs mirror create|extend|split|resync|verify|read|write ...\n"
+           "\tRun 'lfs help mirror SUBCOMMAND' ('lfs help \"mirror create\"') for each.\n";
+  }
+  if (cmd == "mirror create") {
+    return "usage: lfs mirror create --mirror-count|-N[COUNT] [SETSTRIPE_OPTIONS] "
+           "[--flags=prefer]\n"
+           "                         [-N[COUNT] ...] FILENAME|DIRECTORY\n"
+           "\tCOUNT mirrors (default 1) per -N, each laid out by the options after it\n"
+           "\t(-c, -S, -i, -p, -E as lfs setstripe); at most 16 mirrors. A directory gets\n"
+           "\tthe mirrored default layout its new files inherit.\n";
+  }
+  if (cmd == "mirror extend") {
+    return "usage: lfs mirror extend --mirror-count|-N[COUNT] [SETSTRIPE_OPTIONS] FILE...\n"
+           "\tAdds COUNT mirrors to each FILE; the MDS copies the bytes into them.\n";
+  }
+  if (cmd == "mirror split") {
+    return "usage: lfs mirror split --mirror-id ID [--destroy|-d] [-f NEW_FILE] FILE\n"
+           "\tTakes mirror ID out of FILE: destroyed (-d), or kept as NEW_FILE (by default\n"
+           "\tFILE.mirror~ID). The last mirror, or one holding the only good copy of some\n"
+           "\tbytes, cannot be split.\n";
+  }
+  if (cmd == "mirror resync") {
+    return "usage: lfs mirror resync FILE...\n"
+           "\tCopies the good bytes into every stale range of FILE's mirrors now (the MDS\n"
+           "\tdoes it by itself when their OSTs return). EBUSY while FILE is open for\n"
+           "\twriting.\n";
+  }
+  if (cmd == "mirror verify") {
+    return "usage: lfs mirror verify [--verbose|-v] FILE...\n"
+           "\tCompares the mirrors of each FILE; prints each differing range and each stale\n"
+           "\tmirror, and exits 1 if there is any.\n";
+  }
+  if (cmd == "mirror read") {
+    return "usage: lfs mirror read --mirror-id ID [--outfile|-o OUT] FILE\n"
+           "\tThe bytes of FILE as mirror ID holds them, to OUT or stdout.\n";
+  }
+  if (cmd == "mirror write") {
+    return "usage: lfs mirror write --mirror-id ID [--inputfile|-i IN] FILE\n"
+           "\tWrites IN (or stdin) from offset 0 into mirror ID only; the other mirrors are\n"
+           "\tmarked stale over those bytes until a resync copies them.\n";
   }
   if (cmd == "help") return "usage: lfs help [COMMAND]\n";
   return "";

@@ -102,6 +102,41 @@ LayoutOptions::LayoutOptions() : cur_(&layout_) {
 }
 
 Status LayoutOptions::Apply(int c, const char* arg) {
+  if (c == 'N') {
+    if (given_ && mirrors_.empty()) {
+      return Status(Code::kInval, "layout options must follow -N in a mirrored layout");
+    }
+    MirrorGroup g;
+    if (arg != nullptr && *arg != '\0') {
+      auto n = ParseInt("mirror count", arg);
+      if (!n.ok()) return n.status();
+      if (*n < 1 || *n > static_cast<int64_t>(kMaxMirrors)) {
+        return Bad("mirror count", arg, "must be between 1 and " + std::to_string(kMaxMirrors));
+      }
+      g.count = static_cast<uint32_t>(*n);
+    }
+    g.layout = std::make_unique<LayoutOptions>();
+    mirrors_.push_back(std::move(g));
+    given_ = true;
+    return Status::Ok();
+  }
+  if (!mirrors_.empty()) {
+    if (c == 'F') {
+      const std::string flags = arg;
+      if (flags == "prefer") {
+        mirrors_.back().flags = kLcmeFlPrefRw;
+      } else if (flags == "prefrd") {
+        mirrors_.back().flags = kLcmeFlPrefRd;
+      } else if (flags == "prefwr") {
+        mirrors_.back().flags = kLcmeFlPrefWr;
+      } else {
+        return Bad("mirror flags", arg, "prefer, prefrd or prefwr");
+      }
+      return Status::Ok();
+    }
+    return mirrors_.back().layout->Apply(c, arg);
+  }
+  if (c == 'F') return Status(Code::kInval, "--flags applies to the mirrors of a -N");
   const std::string text = arg;
   switch (c) {
     case 'E': {
@@ -169,7 +204,46 @@ Status LayoutOptions::Apply(int c, const char* arg) {
   return Status::Ok();
 }
 
-Status LayoutOptions::Finish() const {
+Status LayoutOptions::Finish() {
+  if (mirrors_.empty()) return FinishPlain();
+  proto::Layout out;
+  uint32_t mirror = 0;
+  for (MirrorGroup& g : mirrors_) {
+    STRIA_RETURN_IF_ERROR(g.layout->Finish());
+    const proto::Layout& l = g.layout->layout();
+    for (const proto::LayoutComponent& comp : l.components()) {
+      if (comp.layout().pattern() == proto::PATTERN_MDT) {
+        return Status(Code::kInval, "a mirror cannot have a Data-on-MDT component");
+      }
+    }
+    for (uint32_t i = 0; i < g.count; ++i) {
+      ++mirror;
+      if (mirror > kMaxMirrors) {
+        return Status(Code::kInval, "at most " + std::to_string(kMaxMirrors) + " mirrors");
+      }
+      if (IsComposite(l)) {
+        for (const proto::LayoutComponent& comp : l.components()) {
+          proto::LayoutComponent* c = out.add_components();
+          *c = comp;
+          c->set_id(ComponentId(mirror, 0));
+          c->set_flags(g.flags);
+        }
+      } else {
+        proto::LayoutComponent* c = out.add_components();
+        c->set_id(ComponentId(mirror, 0));
+        c->set_flags(g.flags);
+        c->set_start(0);
+        c->set_end(kLayoutEof);
+        *c->mutable_layout() = l;
+      }
+    }
+  }
+  layout_ = std::move(out);
+  cur_ = &layout_;
+  return CheckComponentExtents(layout_);
+}
+
+Status LayoutOptions::FinishPlain() const {
   for (const proto::LayoutComponent& comp : layout_.components()) {
     const uint64_t size = comp.layout().stripe_size();
     const bool dom = comp.layout().pattern() == proto::PATTERN_MDT;

@@ -13,7 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 #include "proto/stria.pb.h"
@@ -36,24 +38,39 @@ Result<int32_t> ParseStripeIndex(std::string_view text);
 // A component end (see above); 0 is refused.
 Result<uint64_t> ParseComponentEnd(std::string_view text);
 
-// The layout lfs setstripe's (and lfs migrate's) layout options describe, built one option
-// at a time: -E END starts a component (options after it describe that component), -c, -S,
-// -i/-o, -p and -L set fields of the current one. Errors are EINVAL with the reason.
+// The layout lfs setstripe's (and lfs migrate's, lfs mirror create's) layout options
+// describe, built one option at a time: -E END starts a component (options after it
+// describe that component), -c, -S, -i/-o, -p and -L set fields of the current one.
+// -N[COUNT] starts COUNT mirrors (default 1) that share the options after it, up to the next
+// -N (Lustre's FLR: lfs mirror create -N2 -c1 -N -c2 -p flash); --flags=prefer after a -N
+// makes those mirrors the preferred ones for reads. Errors are EINVAL with the reason.
 class LayoutOptions {
  public:
   LayoutOptions();
-  // Applies option `c` ('E', 'c', 'S', 'i', 'o', 'p', 'L') with its argument.
+  // Applies option `c` ('E', 'c', 'S', 'i', 'o', 'p', 'L', 'N', 'F' for --flags) with its
+  // argument (null for -N without a count).
   Status Apply(int c, const char* arg);
-  // Whether any layout option was given.
+  // Whether any layout option was given; whether -N was.
   bool given() const { return given_; }
-  // The final checks (component ends against stripe sizes, DoM components' options).
-  Status Finish() const;
+  bool mirrored() const { return !mirrors_.empty(); }
+  // The final checks (component ends against stripe sizes, DoM components' options); with
+  // -N, assembles the mirrored layout: each mirror's components with its mirror id (1..) in
+  // the high bits of their ids.
+  Status Finish();
   const proto::Layout& layout() const { return layout_; }
 
  private:
+  struct MirrorGroup {
+    uint32_t count = 1;
+    uint32_t flags = 0;                     // LCME_FL_PREF_* (--flags=prefer)
+    std::unique_ptr<LayoutOptions> layout;  // the options after this -N
+  };
+  Status FinishPlain() const;
+
   proto::Layout layout_;   // count 0 / size 0 = inherit; offset -1 = the MDS chooses
   proto::Layout* cur_;     // the plain layout the options describe
   bool given_ = false;
+  std::vector<MirrorGroup> mirrors_;  // -N groups, in order
 };
 
 }  // namespace stria::tools

@@ -78,3 +78,65 @@ TEST(ParseComponentEndTest, SizesAndEof) {
 
 }  // namespace
 }  // namespace stria::tools
+
+namespace stria::tools {
+namespace {
+
+TEST(LayoutOptionsTest, MirrorsFromDashN) {
+  // lfs mirror create -N2 -c 2 -N -S 1M --flags=prefer: three mirrors, the third preferred.
+  LayoutOptions o;
+  ASSERT_TRUE(o.Apply('N', "2").ok());
+  ASSERT_TRUE(o.Apply('c', "2").ok());
+  ASSERT_TRUE(o.Apply('N', nullptr).ok());
+  ASSERT_TRUE(o.Apply('S', "1M").ok());
+  ASSERT_TRUE(o.Apply('F', "prefer").ok());
+  ASSERT_TRUE(o.mirrored());
+  ASSERT_TRUE(o.Finish().ok());
+  const proto::Layout& l = o.layout();
+  ASSERT_EQ(l.components_size(), 3);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(l.components(i).id(), ComponentId(static_cast<uint32_t>(i + 1), 0));
+    EXPECT_EQ(l.components(i).start(), 0u);
+    EXPECT_EQ(l.components(i).end(), kLayoutEof);
+  }
+  EXPECT_EQ(l.components(0).layout().stripe_count(), 2);
+  EXPECT_EQ(l.components(1).layout().stripe_count(), 2);
+  EXPECT_EQ(l.components(2).layout().stripe_size(), 1u << 20);
+  EXPECT_EQ(l.components(2).flags(), kLcmeFlPrefRw);
+  EXPECT_EQ(l.components(0).flags(), 0u);
+
+  // PFL mirrors: each -N's -E components, under its mirror id.
+  LayoutOptions pfl;
+  ASSERT_TRUE(pfl.Apply('N', "2").ok());
+  ASSERT_TRUE(pfl.Apply('E', "4M").ok());
+  ASSERT_TRUE(pfl.Apply('E', "-1").ok());
+  ASSERT_TRUE(pfl.Finish().ok());
+  ASSERT_EQ(pfl.layout().components_size(), 4);
+  EXPECT_EQ(MirrorIdOf(pfl.layout().components(2).id()), 2u);
+  EXPECT_EQ(pfl.layout().components(3).start(), 4u << 20);
+}
+
+TEST(LayoutOptionsTest, BadMirrorOptionsAreRefused) {
+  LayoutOptions before;
+  ASSERT_TRUE(before.Apply('c', "2").ok());
+  EXPECT_FALSE(before.Apply('N', "2").ok());  // options must follow -N
+  LayoutOptions zero;
+  EXPECT_FALSE(zero.Apply('N', "0").ok());
+  EXPECT_FALSE(zero.Apply('N', "17").ok());
+  EXPECT_FALSE(zero.Apply('N', "x").ok());
+  LayoutOptions flags;
+  EXPECT_FALSE(flags.Apply('F', "prefer").ok());  // --flags without -N
+  ASSERT_TRUE(flags.Apply('N', "9").ok());
+  ASSERT_TRUE(flags.Apply('N', "9").ok());
+  EXPECT_FALSE(flags.Apply('F', "fast").ok());
+  EXPECT_FALSE(flags.Finish().ok());  // 18 mirrors
+  LayoutOptions dom;
+  ASSERT_TRUE(dom.Apply('N', "2").ok());
+  ASSERT_TRUE(dom.Apply('E', "1M").ok());
+  ASSERT_TRUE(dom.Apply('L', "mdt").ok());
+  ASSERT_TRUE(dom.Apply('E', "-1").ok());
+  EXPECT_FALSE(dom.Finish().ok());  // no Data-on-MDT in a mirror
+}
+
+}  // namespace
+}  // namespace stria::tools

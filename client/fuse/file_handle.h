@@ -32,7 +32,7 @@ struct FileHandle {
   bool writable = false;       // counted in inode->writers
   bool sync_writes = false;    // O_SYNC / O_DSYNC
   proto::Credentials cred;     // the opener's, for size reports made without a request
-  // The open's OSS capabilities (client/capa.h); null when the cluster has no key. Shared
+  // The open's OSS capabilities (client/capa.h; keyless when the cluster has no key). Shared
   // with the write-behind jobs of this handle, which may run until release drains them.
   std::shared_ptr<OpenCapas> capas;
 

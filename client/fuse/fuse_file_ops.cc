@@ -283,7 +283,9 @@ Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
 Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
   LliteOp counted(&llite_, kLlFsync);
   STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());
-  if (auto layout = fh->inode->layout()) STRIA_RETURN_IF_ERROR(client_->SyncObjects(*layout));
+  if (auto layout = fh->inode->layout()) {
+    STRIA_RETURN_IF_ERROR(client_->SyncObjects(*layout, fh->capas.get()));
+  }
   // The size must be durable too: report what this client wrote (the MDS syncs its WAL).
   if (fh->writable && fh->inode->written_end.load() > 0) fh->dirty.store(true);
   return ReportSize(req, fh, /*close=*/false, /*sync=*/true);

@@ -177,7 +177,7 @@ class StriaFs {
   Result<std::shared_ptr<const proto::Layout>> ReadLayout(FileHandle* fh, uint64_t offset,
                                                           uint64_t end);
   // Truncates the objects of `layout` and sets the MDS size (plus any other SETATTR bits).
-  // capas: the OSS capabilities of the open the truncate goes through (null: no key).
+  // capas: the OSS capabilities of the open the truncate goes through (may be keyless).
   Status Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout, uint64_t size,
                   proto::SetattrRequest* sr, proto::AttrReply* rep, OpenCapas* capas);
   Status FetchDirPage(fuse_req_t req, DirHandle* dh, bool plus);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "client/fuse/fuse_ops.h"
+#include "client/mirror_io.h"
 #include "common/tunables.h"
 
 namespace stria::client::fuse {
@@ -33,6 +34,13 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
   out[llite + ".stats"] = [this] { return llite_.Format(); };
   if (clears) (*clears)[llite + ".stats"] = [this] { llite_.Clear(); };
   out[llite + ".max_read_ahead_mb"] = [t] { return std::to_string(t->Get("max_read_ahead_mb")); };
+  const MirrorStats* m = &client_->mirror_stats();
+  out[llite + ".mirror_stats"] = [m] {
+    return "read_failovers: " + std::to_string(m->read_failovers.load()) +
+           "\ndamaged_reads: " + std::to_string(m->damaged_reads.load()) +
+           "\nstale_marks: " + std::to_string(m->stale_marks.load()) +
+           "\ndegraded_writes: " + std::to_string(m->degraded_writes.load()) + "\n";
+  };
   if (leases_ != nullptr) {
     out[llite + ".md_leases"] = [this] {
       const LeaseCache::Counters c = leases_->counters();

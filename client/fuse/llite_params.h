@@ -3,6 +3,9 @@
 //
 //   llite.FS-INST.stats                 the mount's lprocfs counters (kLliteCounters)
 //   llite.FS-INST.max_read_ahead_mb     tunable (common/tunables.h)
+//   llite.FS-INST.mirror_stats          mirrored files (client/mirror_io.h): reads served by
+//                                       another mirror, damaged reads reported, stale marks
+//                                       made, writes completed without a mirror
 //   osc.FS-OSTxxxx-osc-INST.rpc_stats   per OST: pages per RPC, RPCs in flight
 //   osc.FS-OSTxxxx-osc-INST.{max_rpcs_in_flight,max_dirty_mb,checksums}
 //   jobid_var

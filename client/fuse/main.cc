@@ -110,6 +110,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   cfg.fsname = spec.fsname;
   cfg.io_threads = mo.io_threads;
   cfg.rpc.retry_deadline_ms = mo.timeout_s * 1000;
+  cfg.mirror_timeout_ms = mo.mirror_timeout_s * 1000;
   // One attempt (a connect, a wait for a reply) never outlasts the whole deadline.
   cfg.rpc.rpc_timeout_ms = std::min(cfg.rpc.rpc_timeout_ms, cfg.rpc.retry_deadline_ms);
   cfg.rpc.connect_timeout_ms = std::min(cfg.rpc.connect_timeout_ms, cfg.rpc.retry_deadline_ms);

@@ -17,6 +17,9 @@
 //   connect_timeout=S   seconds to reach the MGS at mount time, default 15
 //   timeout=S           seconds an unanswered MDS/OST request is resent (servers down,
 //                       network partitioned) before the syscall fails with EIO, default 300
+//   mirror_timeout=S    seconds a mirror's OSTs may take before a write completes on the
+//                       other mirrors (marking it stale) or a read moves to another mirror
+//                       (client/mirror_io.h), default 5
 //   log=FILE            the daemon's log once in the background (default: log_target)
 //   log_level=LEVEL     trace, debug, info, warn, error
 //   log_target=T        auto, stderr, syslog[:SOCKET], journald[:SOCKET] (common/log_config.h;
@@ -62,6 +65,7 @@ struct MountOptions {
   int idle_threads = 16;
   int connect_timeout_s = 15;
   int timeout_s = 300;
+  int mirror_timeout_s = 5;
   std::string log_file;
   std::string log_level;
   std::string log_target = "auto";

@@ -13,6 +13,7 @@
 #include "mds/pools.h"
 #include "mds/schema.h"
 #include "proto/layout_components.h"
+#include "proto/layout_mirrors.h"
 
 namespace stria::mds {
 
@@ -101,9 +102,15 @@ Status CheckLayoutRequest(const proto::Layout& l) {
   if (!IsComposite(l)) return CheckPlainRequest(l);
   STRIA_RETURN_IF_ERROR(CheckComponentExtents(l));
   for (const proto::LayoutComponent& c : l.components()) {
-    if (c.flags() != 0) {
-      return Status(Code::kInval, "a requested component must not carry flags (" +
-                                      std::to_string(c.flags()) + ")");
+    // A request may name a component's mirror (lfs mirror create -N) and prefer it
+    // (--flags=prefer); the rest of the id and the other flags are the MDS's.
+    if ((c.flags() & ~kLcmeFlPrefRw) != 0) {
+      return Status(Code::kInval, "a requested component may carry only the prefer flags, not " +
+                                      std::to_string(c.flags()));
+    }
+    if (ComponentId(MirrorIdOf(c.id()), 0) != c.id()) {
+      return Status(Code::kInval, "a requested component names only its mirror id (id " +
+                                      std::to_string(c.id()) + ")");
     }
     STRIA_RETURN_IF_ERROR(CheckPlainRequest(c.layout()));
     const uint64_t size = c.layout().stripe_size();
@@ -142,6 +149,8 @@ proto::Layout Overlay(const proto::Layout& base, const proto::Layout& over) {
   proto::Layout out;
   for (const proto::LayoutComponent& c : over.components()) {
     proto::LayoutComponent* oc = out.add_components();
+    oc->set_id(ComponentId(MirrorIdOf(c.id()), 0));  // the mirror, if any
+    oc->set_flags(c.flags() & kLcmeFlPrefRw);
     oc->set_start(c.start());
     oc->set_end(c.end());
     *oc->mutable_layout() = plain;
@@ -150,9 +159,40 @@ proto::Layout Overlay(const proto::Layout& base, const proto::Layout& over) {
   return out;
 }
 
+// Where a mirror's component goes: away from the OSSes that hold the same bytes in the
+// other mirrors, so that losing one OSS never loses both copies of a stripe.
+struct MirrorPlacement {
+  // The plain layouts of the other mirrors' instantiated components over the same bytes.
+  std::vector<const proto::Layout*> others;
+  // Out: a stripe went to an OST that has not heartbeated lately (its OSS is the only
+  // other one, and down): the component starts stale, for the resync to fill.
+  bool on_silent_ost = false;
+};
+
+// The OSS NIDs (OstInfo.nid: one per OSS process) that stripe `stripe` of a `count`-stripe
+// component must avoid: those of the same stripe in the other mirrors with the same count,
+// all of theirs otherwise.
+std::set<std::string> AvoidNids(Txn& txn, const MirrorPlacement& p, uint32_t stripe,
+                                uint32_t count) {
+  std::set<std::string> out;
+  for (const proto::Layout* o : p.others) {
+    for (int i = 0; i < o->objects_size(); ++i) {
+      if (static_cast<uint32_t>(o->objects_size()) == count && static_cast<uint32_t>(i) != stripe) {
+        continue;
+      }
+      auto it = txn.osts().find(o->objects(i).ost_idx());
+      if (it != txn.osts().end()) out.insert(it->second.info.nid());
+    }
+  }
+  return out;
+}
+
 // Allocates the objects of the resolved plain layout `l` (size, count, offset and pool set;
-// no objects yet): stripe_count and stripe_offset become what was allocated.
-Status AllocateObjects(Txn& txn, proto::Layout* l) {
+// no objects yet): stripe_count and stripe_offset become what was allocated. With
+// `placement` (a mirror's component), each MDS-chosen stripe goes, in order of preference,
+// to an OST that is alive and on another OSS than its copies, on another OSS though silent,
+// alive, or any; never twice to one OST.
+Status AllocateObjects(Txn& txn, proto::Layout* l, MirrorPlacement* placement = nullptr) {
   l->set_pattern(proto::PATTERN_RAID0);
   l->clear_objects();
   auto& osts = txn.osts();
@@ -189,7 +229,13 @@ Status AllocateObjects(Txn& txn, proto::Layout* l) {
                     "pool " + txn.ns().fsname() + "." + l->pool() + " has no active OST");
     }
   }
-  if (l->stripe_offset() < 0) {
+  // Just after an MDS restart no OST has heartbeated yet: then all count as alive.
+  const std::set<uint32_t> alive = fresh.empty() ? std::set<uint32_t>(active.begin(), active.end())
+                                                 : std::set<uint32_t>(fresh.begin(), fresh.end());
+  if (l->stripe_offset() < 0 && placement != nullptr && !placement->others.empty()) {
+    // A mirror: silent OSTs stay candidates, since being on another OSS matters more.
+    active = OstsWithRoom(osts, active);
+  } else if (l->stripe_offset() < 0) {
     // The MDS chooses: OSTs alive and with room first.
     if (!fresh.empty()) active = std::move(fresh);
     active = OstsWithRoom(osts, active);
@@ -220,7 +266,27 @@ Status AllocateObjects(Txn& txn, proto::Layout* l) {
   // The OSTs, in stripe order: round robin from `start` while the OSTs' free space is
   // balanced; weighted by free space when it is not (Lustre's QoS).
   std::vector<uint32_t> chosen;
-  if (l->stripe_offset() < 0) {
+  if (l->stripe_offset() < 0 && placement != nullptr && !placement->others.empty()) {
+    std::set<uint32_t> used;
+    for (uint32_t s = 0; s < count; ++s) {
+      const std::set<std::string> avoid = AvoidNids(txn, *placement, s, count);
+      int best = -1, best_rank = 4;
+      for (uint32_t i = 0; i < n; ++i) {
+        const uint32_t idx = active[(start + s + i) % n];
+        if (used.count(idx)) continue;
+        const bool apart = avoid.count(osts.at(idx).info.nid()) == 0;
+        const int rank = apart ? (alive.count(idx) ? 0 : 1) : (alive.count(idx) ? 2 : 3);
+        if (rank < best_rank) {
+          best = static_cast<int>(idx);
+          best_rank = rank;
+        }
+      }
+      if (best < 0) break;
+      used.insert(static_cast<uint32_t>(best));
+      chosen.push_back(static_cast<uint32_t>(best));
+      if (!alive.count(static_cast<uint32_t>(best))) placement->on_silent_ost = true;
+    }
+  } else if (l->stripe_offset() < 0) {
     if (FreeSpaceImbalanced(osts, active, tunables.qos_threshold_rr)) {
       chosen = WeightedByFreeSpace(osts, active, count);
     }
@@ -265,13 +331,31 @@ Result<bool> InstantiateRange(Txn& txn, proto::Layout* l, uint64_t start, uint64
                                    ": nothing can be written past it");
   }
   bool changed = false;
-  for (proto::LayoutComponent& c : *l->mutable_components()) {
+  const bool mirrored = IsMirrored(*l);
+  for (int i = 0; i < l->components_size(); ++i) {
+    proto::LayoutComponent& c = *l->mutable_components(i);
     if (c.end() <= start || end <= c.start() || (c.flags() & kLcmeFlInit)) continue;
     // A Data-on-MDT component needs no objects: its bytes are the MDS's.
     if (c.layout().pattern() != proto::PATTERN_MDT) {
-      STRIA_RETURN_IF_ERROR(AllocateObjects(txn, c.mutable_layout()));
+      MirrorPlacement placement;
+      if (mirrored) {
+        for (const proto::LayoutComponent& o : l->components()) {
+          if (MirrorIdOf(o.id()) != MirrorIdOf(c.id()) && (o.flags() & kLcmeFlInit) &&
+              o.start() < c.end() && c.start() < o.end()) {
+            placement.others.push_back(&o.layout());
+          }
+        }
+      }
+      STRIA_RETURN_IF_ERROR(AllocateObjects(txn, c.mutable_layout(), &placement));
+      c.set_flags(c.flags() | kLcmeFlInit);
+      if (placement.on_silent_ost &&
+          OtherMirrorHolds(*l, MirrorIdOf(c.id()), c.start(), c.end())) {
+        // Its OSS is down: written by nobody until the resync fills it when it returns.
+        AddStaleRange(l, MirrorIdOf(c.id()), c.start(), c.end());
+      }
+    } else {
+      c.set_flags(c.flags() | kLcmeFlInit);
     }
-    c.set_flags(c.flags() | kLcmeFlInit);
     changed = true;
   }
   if (changed) l->set_generation(l->generation() + 1);
@@ -311,7 +395,7 @@ Status ApplyDomLimit(proto::Layout* l, uint64_t limit) {
   return Status::Ok();
 }
 
-Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Layout* requested) {
+Result<proto::Layout> ResolveLayout(Txn& txn, uint64_t parent, const proto::Layout* requested) {
   if (requested) STRIA_RETURN_IF_ERROR(CheckLayoutRequest(*requested));
   STRIA_ASSIGN_OR_RETURN(proto::Layout l, EffectiveDefault(txn, parent));
   if (requested) l = Overlay(l, *requested);
@@ -319,14 +403,13 @@ Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Lay
     STRIA_ASSIGN_OR_RETURN(uint64_t limit, DomStripeSize(txn.ns().db(), txn.ns().fsname()));
     STRIA_RETURN_IF_ERROR(ApplyDomLimit(&l, limit));
   }
-  if (!IsComposite(l)) {
-    STRIA_RETURN_IF_ERROR(AllocateObjects(txn, &l));
-    return l;
-  }
+  if (!IsComposite(l)) return l;
   uint32_t id = 0;
   for (proto::LayoutComponent& c : *l.mutable_components()) {
-    c.set_id(++id);
-    c.set_flags(0);
+    // Lustre's numbering: the mirror id in the high bits, a sequence over the whole layout.
+    c.set_id(ComponentId(MirrorIdOf(c.id()), ++id));
+    c.set_flags(c.flags() & kLcmeFlPrefRw);
+    c.clear_stale_ranges();
     if (c.layout().pattern() == proto::PATTERN_MDT) continue;
     c.mutable_layout()->set_pattern(proto::PATTERN_RAID0);
     const uint64_t size = c.layout().stripe_size();
@@ -336,7 +419,18 @@ Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Lay
                         " is not a multiple of its stripe size " + std::to_string(size));
     }
   }
-  // The component that holds the file's first byte gets its objects now, as Lustre does.
+  STRIA_RETURN_IF_ERROR(CheckComponentExtents(l));
+  return l;
+}
+
+Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Layout* requested) {
+  STRIA_ASSIGN_OR_RETURN(proto::Layout l, ResolveLayout(txn, parent, requested));
+  if (!IsComposite(l)) {
+    STRIA_RETURN_IF_ERROR(AllocateObjects(txn, &l));
+    return l;
+  }
+  // The component that holds the file's first byte gets its objects now, as Lustre does
+  // (in every mirror).
   STRIA_RETURN_IF_ERROR(InstantiateRange(txn, &l, 0, 1).status());
   return l;
 }

@@ -72,8 +72,16 @@ proto::Layout MergeDefaults(const InodeRecord& root, const InodeRecord* dir);
 
 // Resolves `requested` (may be null) against the defaults and allocates the objects: all of
 // them for a plain layout; for a composite one those of the component holding offset 0
-// (the others wait for OP_MDS_LAYOUT_INTENT), components numbered 1.. in order.
+// (the others wait for OP_MDS_LAYOUT_INTENT), components numbered 1.. in order (with their
+// mirror id in the high bits, as Lustre: mirror 2's first component of a two-mirror file is
+// 131074). The components of a mirror go to other OSSes than the other mirrors' copies of
+// the same bytes when another OSS exists, even one that is silent (down): such a component
+// starts stale over its extent, for the resync to fill when its OSS returns.
 Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Layout* requested);
+
+// AllocateLayout without the allocation: the layout a new file in `parent` would get,
+// components numbered and checked, no objects.
+Result<proto::Layout> ResolveLayout(Txn& txn, uint64_t parent, const proto::Layout* requested);
 
 // Makes a Data-on-MDT request concrete under the limit lod.*.dom_stripesize: a plain
 // `-L mdt` layout becomes one MDT component [0, limit); a first MDT component past the limit
@@ -82,7 +90,8 @@ Result<proto::Layout> AllocateLayout(Txn& txn, uint64_t parent, const proto::Lay
 Status ApplyDomLimit(proto::Layout* l, uint64_t limit);
 
 // Allocates the objects of every component of `l` that [start, end) reaches and that has
-// none yet, marks them LCME_FL_INIT and bumps the generation: true when something changed.
+// none yet (a mirror's apart from the other mirrors' copies, as AllocateLayout), marks them
+// LCME_FL_INIT and bumps the generation: true when something changed.
 // A plain layout is always complete (false). EFBIG when `end` is past the last component.
 Result<bool> InstantiateRange(Txn& txn, proto::Layout* l, uint64_t start, uint64_t end);
 

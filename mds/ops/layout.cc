@@ -39,7 +39,8 @@ Status SetDefaultLayout(Namespace& ns, const proto::SetDefaultLayoutRequest& req
     std::vector<proto::Layout*> plains;
     if (IsComposite(l)) {
       for (proto::LayoutComponent& c : *l.mutable_components()) {
-        c.set_id(0);  // a template's components get their ids in each file
+        // A template's components get their ids in each file; only the mirror stays.
+        c.set_id(ComponentId(MirrorIdOf(c.id()), 0));
         plains.push_back(c.mutable_layout());
       }
     } else {

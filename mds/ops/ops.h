@@ -43,6 +43,11 @@ Status LayoutIntent(Namespace& ns, const proto::LayoutIntentRequest& req,
                     proto::LayoutIntentReply* rep);
 Status Fid2Path(Namespace& ns, const proto::Fid2PathRequest& req, proto::Fid2PathReply* rep);
 Status Migrate(Namespace& ns, const proto::MigrateRequest& req, proto::MigrateReply* rep);
+class MirrorResync;
+// OP_MDS_MIRROR (mds/ops/mirror.cc); `resync` copies for RESYNC and EXTEND (null: ENOTSUP,
+// and an extended mirror stays stale).
+Status Mirror(Namespace& ns, MirrorResync* resync, const proto::MirrorRequest& req,
+              proto::MirrorReply* rep);
 // Data-on-MDT I/O: the read's bytes go to *data (the reply bulk), the write's come in `data`.
 Status DomRead(Namespace& ns, const proto::DomIoRequest& req, lnet::Buffer* data,
                proto::DomIoReply* rep);

@@ -19,6 +19,7 @@
 #include "mds/ops/ops.h"
 #include "mds/txn.h"
 #include "proto/layout_components.h"
+#include "proto/layout_mirrors.h"
 
 namespace stria::mds {
 
@@ -76,6 +77,15 @@ Status Setattr(Namespace& ns, const proto::SetattrRequest& req, proto::AttrReply
     // The Data-on-MDT bytes are the MDS's to cut (the client truncated the OST objects).
     if (DomEnd(rec->layout) > 0) {
       STRIA_RETURN_IF_ERROR(DomTruncateBlocks(ns.db(), &txn.batch(), req.ino(), in.size()));
+    }
+    // A stale mirror was not truncated (the client skips it): whatever it holds past the new
+    // size is not the file's, so the resync copies from there on too.
+    for (uint32_t m : MirrorIds(rec->layout)) {
+      if (MirrorView(rec->layout, m).components_size() > 0 &&
+          HasStale(MirrorView(rec->layout, m)) &&
+          AddStaleRange(&rec->layout, m, in.size(), LayoutEnd(rec->layout))) {
+        rec->layout.set_generation(rec->layout.generation() + 1);
+      }
     }
     a.set_size(in.size());
     a.set_mtime_ns(txn.now());
