@@ -19,6 +19,8 @@ namespace {
 
 // How long a revocation waits for the kernel to drop what it covers before answering.
 constexpr auto kInvalWait = std::chrono::milliseconds(200);
+// How long one registration may keep resending (a keepalive later tries again).
+constexpr int kRegisterDeadlineMs = 5'000;
 // A lease is trusted for this share of what the MDS granted, from when the request left:
 // the MDS's clock started later, and the kernel's timeout must end before the lease does.
 constexpr double kLeaseShare = 0.9;
@@ -96,8 +98,14 @@ Status LeaseCache::Start(fuse_session* se, const lnet::Nid& mds) {
 Status LeaseCache::Register() {
   proto::LeaseRegisterRequest req;
   req.set_callback_nid(callback_nid_);
+  std::string body, reply;
+  req.SerializeToString(&body);
+  // Bounded: the keepalive thread registers again after a loss, and must never hold up an
+  // unmount (or the next keepalive) for a whole retry deadline while the MDS is away.
+  STRIA_RETURN_IF_ERROR(client_->MdsCallRaw(proto::OP_MDS_LEASE_REGISTER, body, &reply,
+                                            kRegisterDeadlineMs));
   proto::LeaseRegisterReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LEASE_REGISTER, req, &rep));
+  if (!rep.ParseFromString(reply)) return Status(Code::kProtocol, "bad lease register reply");
   enabled_.store(rep.lease_ms() > 0);
   if (rep.lease_ms() > 0) wanted_.store(true);
   LOG_INFO("metadata leases: {} (callbacks at {})",
