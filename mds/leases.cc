@@ -58,6 +58,15 @@ Status LeaseTable::Register(const std::string& client, const std::string& callba
   o.retry_deadline_ms = options_.revoke_timeout_ms;
   o.max_connections = 2;
   auto rpc = std::make_shared<lnet::RpcClient>(*nid, std::move(o));
+  // A callback address the MDS cannot reach (NAT, a firewall, another key) would hold up
+  // every change the client's leases cover: refuse it now, and the mount runs without.
+  proto::Ping ping, pong;
+  if (Status st = rpc->Call(proto::OP_PING, ping, &pong); !st.ok()) {
+    LOG_WARN("client {}: lease callback {} unreachable ({}); no leases for it", client,
+             callback_nid, st.ToString());
+    return Status(Code::kIO, "the MDS cannot reach lease callback " + callback_nid +
+                                          ": " + st.message());
+  }
   std::lock_guard lock(mu_);
   ForgetLocked(client);
   clients_[client] = ClientState{callback_nid, std::move(rpc), 0};

@@ -94,7 +94,8 @@ class LeaseTable {
   const LeaseOptions& options() const { return options_; }
 
   // OP_MDS_LEASE_REGISTER: leases for `client`, revoked at `callback_nid`. Replaces an
-  // earlier registration (and drops its leases). kInval for a NID that does not parse.
+  // earlier registration (and drops its leases). kInval for a NID that does not parse; an
+  // error when the MDS cannot reach it (a ping, within revoke_timeout_ms).
   Status Register(const std::string& client, const std::string& callback_nid);
   bool Registered(const std::string& client) const;
   // Drops every lease of `client` and its registration.

@@ -36,6 +36,7 @@ class Callbacks {
     EXPECT_TRUE(st.ok()) << st.ToString();
   }
   std::string nid() const { return "127.0.0.1@tcp:" + std::to_string(server_.port()); }
+  void Stop() { server_.Stop(); }
   int calls() const {
     std::lock_guard lock(mu_);
     return calls_;
@@ -81,6 +82,12 @@ TEST(LeaseTableTest, OnlyRegisteredClientsGetLeases) {
   EXPECT_EQ(t.Grant("A", Kind::kAttr, 0, t.Snapshot()), 0u) << "inode 0 is nothing";
   EXPECT_FALSE(t.Register("B", "not a nid").ok());
   EXPECT_FALSE(t.Registered("B"));
+  // A callback address the MDS cannot reach is refused at once (where nothing listens).
+  Status st = t.Register("D", "127.0.0.1@tcp:1");
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("cannot reach"), std::string::npos) << st.ToString();
+  EXPECT_FALSE(t.Registered("D"));
+  EXPECT_EQ(t.Grant("D", Kind::kEntry, 10, t.Snapshot()), 0u);
 }
 
 TEST(LeaseTableTest, ChangesAreRevokedFromOtherHoldersOnlyAndExactly) {
@@ -149,13 +156,13 @@ TEST(LeaseTableTest, WhatWasRevokedIsContendedAndGetsNoNewLeases) {
 
 TEST(LeaseTableTest, AHolderThatDoesNotAnswerLosesEveryLeaseOnce) {
   LeaseTable t(Options());
-  Callbacks a;
+  Callbacks a, c;
   ASSERT_TRUE(t.Register("A", a.nid()).ok());
-  // C registered a callback address where nothing listens.
-  ASSERT_TRUE(t.Register("C", "127.0.0.1@tcp:1").ok());
+  ASSERT_TRUE(t.Register("C", c.nid()).ok());
   ASSERT_GT(t.Grant("C", Kind::kEntry, 1, t.Snapshot()), 0u);
   ASSERT_GT(t.Grant("C", Kind::kAttr, 2, t.Snapshot()), 0u);
   ASSERT_GT(t.Grant("A", Kind::kAttr, 3, t.Snapshot()), 0u);
+  c.Stop();  // C's callback server goes away
   t.Revoke("A", Changes({1}, {}));
   EXPECT_EQ(t.counters().revoke_failures, 1u);
   EXPECT_FALSE(t.Registered("C")) << "C must register again (its keepalive tells it)";
