@@ -42,48 +42,14 @@ ClusterOptions EnvOptions() {
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
     new SharedClusterEnv(EnvOptions(), &g_cluster, &g_client));
 
-class LeaseTest : public MountedClusterTest {
+class LeaseTest : public TwoMountTest {
  protected:
-  LeaseTest() : MountedClusterTest(&g_cluster, &g_client) {}
-
-  void SetUp() override {
-    MountedClusterTest::SetUp();
-    if (IsSkipped()) return;
-    if (!g_cluster->Mounted(1)) {
-      Status st = g_cluster->Mount(1);
-      ASSERT_TRUE(st.ok()) << st.ToString();
-    }
-    mnt1_ = g_cluster->mount_point(1);
-  }
-  std::string Q(const std::string& rel) const { return mnt1_ + "/" + rel; }
-
-  static bool Exists(const std::string& p) {
-    struct stat st {};
-    return lstat(p.c_str(), &st) == 0;
-  }
-  static struct stat Stat(const std::string& path) {
-    struct stat st {};
-    EXPECT_EQ(lstat(path.c_str(), &st), 0) << path << ": " << strerror(errno);
-    return st;
-  }
-  // Seconds until cond() holds (polling every 50 ms), or -1 after `limit_s`.
-  static double SecondsUntil(const std::function<bool()>& cond, double limit_s) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (;;) {
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (cond()) return s;
-      if (s > limit_s) return -1;
-      usleep(50'000);
-    }
-  }
+  LeaseTest() : TwoMountTest(&g_cluster, &g_client) {}
 
   static std::string Slurp(const std::string& path) {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
-
-  std::string mnt1_;
 };
 
 // Longer than the kernel timeouts a mount gives without a lease (FsOptions: 1 s).

@@ -46,21 +46,9 @@ ClusterOptions EnvOptions() {
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
     new SharedClusterEnv(EnvOptions(), &g_cluster, &g_client));
 
-class MultiClientTest : public MountedClusterTest {
+class MultiClientTest : public TwoMountTest {
  protected:
-  MultiClientTest() : MountedClusterTest(&g_cluster, &g_client) {}
-
-  void SetUp() override {
-    MountedClusterTest::SetUp();
-    if (IsSkipped()) return;
-    if (!g_cluster->Mounted(1)) {
-      Status st = g_cluster->Mount(1);
-      ASSERT_TRUE(st.ok()) << st.ToString();
-    }
-    mnt1_ = g_cluster->mount_point(1);
-  }
-  // The same path on mount 1.
-  std::string Q(const std::string& rel) const { return mnt1_ + "/" + rel; }
+  MultiClientTest() : TwoMountTest(&g_cluster, &g_client) {}
 
   // mkdir DIR (on mount 0) with a 4-stripe, 64 KiB default layout.
   void MakeStripedDir(const std::string& rel) {
@@ -87,30 +75,6 @@ class MultiClientTest : public MountedClusterTest {
       EXPECT_EQ(FirstDiff(got, want), -1);
     }
   }
-
-  static struct stat Stat(const std::string& path) {
-    struct stat st {};
-    EXPECT_EQ(lstat(path.c_str(), &st), 0) << path << ": " << strerror(errno);
-    return st;
-  }
-
-  // Seconds until cond() holds (polling every 20 ms), or -1 after `limit_s`.
-  static double SecondsUntil(const std::function<bool()>& cond, double limit_s = 3.0) {
-    const auto t0 = std::chrono::steady_clock::now();
-    for (;;) {
-      const double s =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (cond()) return s;
-      if (s > limit_s) return -1;
-      usleep(20'000);
-    }
-  }
-  static bool Exists(const std::string& p) {
-    struct stat st {};
-    return lstat(p.c_str(), &st) == 0;
-  }
-
-  std::string mnt1_;
 };
 
 TEST_F(MultiClientTest, CloseToOpenAcrossTwoMounts) {

@@ -12,6 +12,13 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <functional>
 
 #include <memory>
 #include <string>
@@ -67,9 +74,52 @@ class MountedClusterTest : public ::testing::Test {
 
   std::string mnt_;
 
- private:
+ protected:
   Cluster* const* cluster_;
   client::Client* const* client_;
+};
+
+// A test on mount points 0 and 1 of a shared cluster started with num_mounts = 2: two
+// clients of one filesystem (two processes, two kernel caches). Q("a/b") is the path on
+// mount 1, which is mounted on first use.
+class TwoMountTest : public MountedClusterTest {
+ protected:
+  using MountedClusterTest::MountedClusterTest;
+
+  void SetUp() override {
+    MountedClusterTest::SetUp();
+    if (IsSkipped()) return;
+    if (!(*cluster_)->Mounted(1)) {
+      Status st = (*cluster_)->Mount(1);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+    }
+    mnt1_ = (*cluster_)->mount_point(1);
+  }
+  // The same path on mount 1.
+  std::string Q(const std::string& rel) const { return mnt1_ + "/" + rel; }
+
+  static bool Exists(const std::string& path) {
+    struct stat st {};
+    return lstat(path.c_str(), &st) == 0;
+  }
+  static struct stat Stat(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(lstat(path.c_str(), &st), 0) << path << ": " << strerror(errno);
+    return st;
+  }
+  // Seconds until cond() holds (polling every 20 ms), or -1 after `limit_s`.
+  static double SecondsUntil(const std::function<bool()>& cond, double limit_s = 3.0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (;;) {
+      const double s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (cond()) return s;
+      if (s > limit_s) return -1;
+      usleep(20'000);
+    }
+  }
+
+  std::string mnt1_;
 };
 
 }  // namespace stria::testing
