@@ -40,6 +40,24 @@ int Fail(const char* sub, const std::string& path, const Status& st) {
   return ExitCode(st);
 }
 
+// Runs fn(client, resolved) on each regular file of paths[0..n) (a MirrorRequest, mostly);
+// every file is tried, and the first failure is the exit status.
+template <typename Fn>
+int ForEachRegularFile(ToolSession& session, char** paths, int n, const char* sub, Fn fn) {
+  int rc = 0;
+  for (int i = 0; i < n; ++i) {
+    const std::string path = paths[i];
+    Status st = [&]() -> Status {
+      STRIA_ASSIGN_OR_RETURN(ToolSession::PathClient pc, session.Locate(path));
+      STRIA_ASSIGN_OR_RETURN(Resolved r, session.Resolve(pc.client, pc.where.fs_path));
+      if (!r.is_reg()) return Status(Code::kInval, "not a regular file");
+      return fn(pc.client, r);
+    }();
+    if (!st.ok() && rc == 0) rc = Fail(sub, path, st);
+  }
+  return rc;
+}
+
 // A mirror id from --mirror-id's text: 1..65535.
 Result<uint32_t> ParseMirrorId(const char* text) {
   char* end = nullptr;
@@ -130,22 +148,14 @@ int Extend(int argc, char** argv) {
   }
   if (optind >= argc) return UsageError("mirror extend", "missing FILE");
   ToolSession session;
-  int rc = 0;
-  for (int i = optind; i < argc; ++i) {
-    const std::string path = argv[i];
-    Status st = [&]() -> Status {
-      STRIA_ASSIGN_OR_RETURN(ToolSession::PathClient pc, session.Locate(path));
-      STRIA_ASSIGN_OR_RETURN(Resolved r, session.Resolve(pc.client, pc.where.fs_path));
-      if (!r.is_reg()) return Status(Code::kInval, "not a regular file");
-      proto::MirrorRequest req;
-      req.set_ino(r.attr.ino());
-      req.set_command(proto::MIRROR_EXTEND);
-      *req.mutable_layout() = options.layout();
-      return client::Metadata(pc.client).Mirror(session.cred(), req).status();
-    }();
-    if (!st.ok() && rc == 0) rc = Fail("extend", path, st);
-  }
-  return rc;
+  return ForEachRegularFile(session, argv + optind, argc - optind, "extend",
+                            [&](auto* client, const Resolved& r) {
+                              proto::MirrorRequest req;
+                              req.set_ino(r.attr.ino());
+                              req.set_command(proto::MIRROR_EXTEND);
+                              *req.mutable_layout() = options.layout();
+                              return client::Metadata(client).Mirror(session.cred(), req).status();
+                            });
 }
 
 int Split(int argc, char** argv) {
@@ -221,21 +231,13 @@ int Resync(int argc, char** argv) {
     return 0;
   }
   ToolSession session;
-  int rc = 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string path = argv[i];
-    Status st = [&]() -> Status {
-      STRIA_ASSIGN_OR_RETURN(ToolSession::PathClient pc, session.Locate(path));
-      STRIA_ASSIGN_OR_RETURN(Resolved r, session.Resolve(pc.client, pc.where.fs_path));
-      if (!r.is_reg()) return Status(Code::kInval, "not a regular file");
-      proto::MirrorRequest req;
-      req.set_ino(r.attr.ino());
-      req.set_command(proto::MIRROR_RESYNC);
-      return client::Metadata(pc.client).Mirror(session.cred(), req).status();
-    }();
-    if (!st.ok() && rc == 0) rc = Fail("resync", path, st);
-  }
-  return rc;
+  return ForEachRegularFile(session, argv + 1, argc - 1, "resync",
+                            [&](auto* client, const Resolved& r) {
+                              proto::MirrorRequest req;
+                              req.set_ino(r.attr.ino());
+                              req.set_command(proto::MIRROR_RESYNC);
+                              return client::Metadata(client).Mirror(session.cred(), req).status();
+                            });
 }
 
 // ---- verify, read, write: bytes through one mirror ----
