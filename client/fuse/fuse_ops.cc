@@ -139,6 +139,10 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double*
     return Status::Ok();
   }
   const LeaseCache::Stamp stamp = LeaseBegin();
+  // A read's atime that the release has not reported yet, taken before asking the MDS: a
+  // release that reports it and clears it meanwhile may do so after the MDS answered.
+  std::shared_ptr<Inode> known = inodes_.Get(ino);
+  const int64_t unreported_before = known ? known->unreported_atime_ns.load() : 0;
   STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(Cred(req), ino));
   *timeout = AttrTimeout(ino, rep.attr_lease_ms(), stamp);
   uint64_t size = rep.attr().size();
@@ -152,7 +156,7 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double*
   *st = AttrToStat(rep.attr(), size);
   if (auto inode = inodes_.Get(ino)) {
     // A read whose atime the release will report (relatime) shows now, as on a local fs.
-    const int64_t r = inode->unreported_atime_ns.load();
+    const int64_t r = std::max(unreported_before, inode->unreported_atime_ns.load());
     if (r > TimespecToNs(st->st_atim)) {
       st->st_atim = timespec{static_cast<time_t>(r / 1'000'000'000), static_cast<long>(r % 1'000'000'000)};
     }
