@@ -192,6 +192,10 @@ Result<proto::AttrReply> Metadata::Close(const Cred& cred, const CloseArgs& args
   return Call<proto::AttrReply>(proto::OP_MDS_CLOSE, req);
 }
 
+Result<proto::CloseBatchReply> Metadata::CloseBatch(const proto::CloseBatchRequest& req) {
+  return Call<proto::CloseBatchReply>(proto::OP_MDS_CLOSE_BATCH, req);
+}
+
 Status Metadata::Sync(const Cred& cred, uint64_t ino) {
   auto req = About<proto::SyncRequest>(cred, ino);
   return Call<proto::SyncReply>(proto::OP_MDS_SYNC, req).status();

@@ -101,6 +101,8 @@ class Metadata {
     bool sync = false;        // durable on the MDS before the reply
   };
   Result<proto::AttrReply> Close(const Cred& cred, const CloseArgs& args);
+  // Closes that report nothing, together (client/fuse/close_batcher.h).
+  Result<proto::CloseBatchReply> CloseBatch(const proto::CloseBatchRequest& req);
   // fsync(2) of a directory: every change answered so far is durable.
   Status Sync(const Cred& cred, uint64_t ino);
 

@@ -193,6 +193,26 @@ void LeaseTable::SendRevocations(const Who& who) {
   }
 }
 
+size_t LeaseTable::FlushCloses() {
+  std::vector<std::pair<std::string, std::shared_ptr<lnet::RpcClient>>> all;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [client, c] : clients_) all.emplace_back(client, c.rpc);
+  }
+  size_t answered = 0;
+  for (const auto& [client, rpc] : all) {
+    proto::LeaseRevokeRequest req;
+    req.set_flush_closes(true);
+    proto::LeaseRevokeReply rep;
+    if (Status st = rpc->Call(proto::OP_CLIENT_LEASE_REVOKE, req, &rep); st.ok()) {
+      ++answered;
+    } else {
+      LOG_WARN("client {}: asked to send its gathered closes: {}", client, st.ToString());
+    }
+  }
+  return answered;
+}
+
 void LeaseTable::Revoke(const std::string& requester, const MdChanges& changes) {
   if (changes.empty()) return;
   auto who = TakeHolders(requester, changes);

@@ -113,6 +113,12 @@ class LeaseTable {
   // The same without waiting, from the revoker thread (for commits outside a capture).
   void RevokeLater(MdChanges changes);
 
+  // Asks every registered client to send the closes it is gathering (OP_MDS_CLOSE_BATCH)
+  // and waits for each to answer, or to time out. For an operation that a file open for
+  // writing refuses: a handle closed a few milliseconds ago may not have reached us yet.
+  // Returns how many clients answered.
+  size_t FlushCloses();
+
   struct Counters {
     uint64_t granted = 0;
     uint64_t refused = 0;           // asked for and not granted (race, contention, limit)

@@ -59,6 +59,12 @@ void CountMdRequest(MdStats* s, proto::Opcode op, const google::protobuf::Messag
                usecs);
       return;
     }
+    case proto::OP_MDS_CLOSE_BATCH: {
+      const auto& r = static_cast<const proto::CloseBatchRequest&>(req);
+      const uint64_t each = r.closes_size() > 0 ? usecs / r.closes_size() : usecs;
+      for (const proto::CloseRequest& c : r.closes()) s->Count(JobOf(c), kMdClose, each);
+      return;
+    }
     case proto::OP_MDS_CLOSE: {
       const auto& r = static_cast<const proto::CloseRequest&>(req);
       if (r.handle() != 0) s->Count(job, kMdClose, usecs);

@@ -72,6 +72,14 @@ uint32_t GrantCapabilities(const lnet::CapaSigner& signer, Namespace& ns,
   }
 }
 
+// A file a client closed a moment ago may still be open here for writing: clients gather
+// closes that report nothing for a few milliseconds (OP_MDS_CLOSE_BATCH). Before an
+// operation that a writer refuses (lfs migrate, mirror split) gives up with EBUSY, every
+// client sends what it gathered; then the caller tries once more.
+bool FlushedClosesAfterBusy(LeaseTable* leases, const Status& st) {
+  return leases != nullptr && st.code() == Code::kBusy && leases->FlushCloses() > 0;
+}
+
 // Metadata leases for the reply of a successful LOOKUP, CREATE or GETATTR (mds/leases.h):
 // an entry lease on the directory the name is in, an attribute lease on the inode named.
 template <typename Req, typename Rep>
@@ -168,6 +176,10 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           st = fn(*ns, req, rep);
         } else {
           st = fn(*ns, req, rep);
+          if (op == proto::OP_MDS_MIGRATE && FlushedClosesAfterBusy(leases, st)) {
+            rep->Clear();
+            st = fn(*ns, req, rep);
+          }
         }
         // Before anyone learns of the change, no other client still trusts a cached copy.
         if (leases && !changes.empty()) leases->Revoke(ctx.client_uuid, changes);
@@ -305,6 +317,7 @@ void MdsService::Register(lnet::RpcServer* server) {
   Add(server, OP_MDS_REMOVEXATTR, &Removexattr);
   Add(server, OP_MDS_OPEN, &Open);
   Add(server, OP_MDS_CLOSE, &Close);
+  Add(server, OP_MDS_CLOSE_BATCH, &CloseBatch);
   Add(server, OP_MDS_SET_DEFAULT_LAYOUT, &SetDefaultLayout);
   Add(server, OP_MDS_GET_DEFAULT_LAYOUT, &GetDefaultLayout);
   Add(server, OP_MDS_SYNC, &Sync);
@@ -334,6 +347,10 @@ void MdsService::RegisterMirror(lnet::RpcServer* server) {
         MirrorRequest storage;
         const MirrorRequest& req = Squashed(wire_req, options, ctx, &storage);
         Status st = Mirror(*ns, options.resync, req, rep);
+        if (FlushedClosesAfterBusy(options.leases.get(), st)) {
+          rep->Clear();
+          st = Mirror(*ns, options.resync, req, rep);
+        }
         ctx.last_committed = ns->LastCommitted();
         if (!st.ok()) LOG_DEBUG("OP_MDS_MIRROR from {}: {}", ctx.peer, st.ToString());
         return st;

@@ -162,6 +162,47 @@ TEST_F(MdsServiceTest, CreateWithOpenAndSync) {
   EXPECT_EQ(f_.ns().wal_syncs(), syncs + 1) << "OP_MDS_SYNC did not sync the unsynced close";
 }
 
+TEST_F(MdsServiceTest, CloseBatchClosesEachAndRefusesWhatReportsSomething) {
+  f_.AddOsts(1);
+  proto::CreateRequest c;
+  c.set_parent(kRootIno);
+  c.set_mode(S_IFREG | 0644);
+  c.set_open(true);
+  proto::CloseBatchRequest batch;
+  std::vector<std::pair<uint64_t, uint64_t>> opened;  // handle, ino
+  for (int i = 0; i < 3; ++i) {
+    c.set_name("b" + std::to_string(i));
+    proto::EntryReply e;
+    Status st = client_->Call(proto::OP_MDS_CREATE, c, &e);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    opened.emplace_back(e.handle(), e.attr().ino());
+    proto::CloseRequest* cl = batch.add_closes();
+    cl->set_ino(e.attr().ino());
+    cl->set_handle(e.handle());
+  }
+  proto::CloseRequest* unknown = batch.add_closes();  // a handle lost with a restart
+  unknown->set_ino(opened[0].second);
+  unknown->set_handle(opened.back().first + 1000);
+
+  // A close that reports a write has no place in a batch: the whole batch is refused.
+  proto::CloseBatchRequest bad = batch;
+  bad.mutable_closes(1)->set_wrote(true);
+  proto::CloseBatchReply rep;
+  EXPECT_EQ(client_->Call(proto::OP_MDS_CLOSE_BATCH, bad, &rep).code(), Code::kInval);
+  proto::CloseBatchRequest big;
+  for (int i = 0; i <= kMaxCloseBatch; ++i) *big.add_closes() = batch.closes(0);
+  EXPECT_EQ(client_->Call(proto::OP_MDS_CLOSE_BATCH, big, &rep).code(), Code::kInval);
+  {
+    std::lock_guard lock(f_.ns().open_mutex());
+    for (auto [h, ino] : opened) EXPECT_TRUE(f_.ns().HandleOpenLocked(h, ino));
+  }
+
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_CLOSE_BATCH, batch, &rep).ok());
+  EXPECT_EQ(rep.closed(), 4u);  // an unknown handle's close drops nothing, as OP_MDS_CLOSE
+  std::lock_guard lock(f_.ns().open_mutex());
+  for (auto [h, ino] : opened) EXPECT_FALSE(f_.ns().HandleOpenLocked(h, ino));
+}
+
 TEST_F(MdsServiceTest, GarbageBodyIsProtocolErrorAndServerKeepsServing) {
   std::string reply;
   Status st = client_->CallRaw(proto::OP_MDS_CREATE, std::string("\xff\xff\xff\xff", 4), &reply);

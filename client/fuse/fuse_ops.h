@@ -36,6 +36,7 @@
 #include "client/fuse/llite_params.h"
 #include "client/fuse/mount_options.h"
 #include "client/fuse/inode_table.h"
+#include "client/fuse/close_batcher.h"
 #include "client/fuse/lease_cache.h"
 #include "common/status.h"
 
@@ -56,6 +57,9 @@ struct FsOptions {
   LockMode locks = LockMode::kCluster;
   bool user_xattr = true;
   bool lazy_statfs = true;
+  // Closes that report nothing wait this long to go together (close_batcher.h); 0 sends
+  // each at once.
+  int close_gather_ms = 10;
 };
 
 class StriaFs {
@@ -71,6 +75,10 @@ class StriaFs {
   void set_mds_session(ClientSession* s) { mds_session_ = s; }
   // Metadata leases (lease_cache.h); without them every kernel timeout is FsOptions'.
   void set_leases(LeaseCache* leases) { leases_ = leases; }
+  // Sends every gathered close now and waits (close_batcher.h): an MDS asks before it
+  // refuses an operation for a writer, and the unmount does before the client goes.
+  void FlushCloses() { closes_.Flush(); }
+  CloseBatcher::Counters close_counters() const { return closes_.counters(); }
 
   Client* client() { return client_; }
   InodeTable& inodes() { return inodes_; }
@@ -207,6 +215,9 @@ class StriaFs {
   // Directories' attributes from this client's own create/link/unlink replies: the
   // kernel's GETATTR of a parent it just invalidated is answered here (dir_attr_cache.h).
   DirAttrCache dir_attrs_{std::chrono::milliseconds(static_cast<int64_t>(options_.attr_timeout_s * 1000))};
+  // Closes that report nothing, sent together (close_batcher.h).
+  CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
+                      [this](const proto::CloseBatchRequest& r) { return md_.CloseBatch(r); }};
   // Runs write-behind (client/fuse/write_behind.h); declared last so it is joined first.
   internal::ThreadPool write_pool_{4};
 };

@@ -77,6 +77,15 @@ Status LeaseCache::Start(fuse_session* se, const lnet::Nid& mds) {
       proto::OP_CLIENT_LEASE_REVOKE,
       [this](lnet::RpcContext&, const proto::LeaseRevokeRequest& req,
              proto::LeaseRevokeReply*) -> Status {
+        if (req.flush_closes()) {
+          std::function<void()> flush;
+          {
+            std::lock_guard lock(mu_);
+            flush = flush_closes_;
+          }
+          if (flush) flush();
+          if (req.dirs_size() == 0 && req.inos_size() == 0) return Status::Ok();
+        }
         std::vector<uint64_t> dirs(req.dirs().begin(), req.dirs().end());
         std::vector<uint64_t> inos(req.inos().begin(), req.inos().end());
         uint64_t seq;

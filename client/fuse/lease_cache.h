@@ -32,6 +32,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -75,6 +76,11 @@ class LeaseCache {
   Status Start(fuse_session* se, const lnet::Nid& mds);
   void Stop();
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  // What a revocation with flush_closes runs before its reply (StriaFs::FlushCloses).
+  void set_flush_closes(std::function<void()> fn) {
+    std::lock_guard lock(mu_);
+    flush_closes_ = std::move(fn);
+  }
 
   // Taken before an MDS request whose reply may carry a lease.
   struct Stamp {
@@ -146,6 +152,7 @@ class LeaseCache {
   std::atomic<bool> wanted_{false};   // the MDS granted leases once: keep registering
 
   mutable std::mutex mu_;
+  std::function<void()> flush_closes_;  // GUARDED_BY(mu_)
   std::condition_variable cv_;
   uint64_t epoch_ = 0;                                                  // GUARDED_BY(mu_)
   // What the kernel was given lease-long timeouts for, until when (the latest of them): a

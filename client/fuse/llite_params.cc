@@ -41,6 +41,11 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
            "\nstale_marks: " + std::to_string(m->stale_marks.load()) +
            "\ndegraded_writes: " + std::to_string(m->degraded_writes.load()) + "\n";
   };
+  out[llite + ".close_batches"] = [this] {
+    const CloseBatcher::Counters c = closes_.counters();
+    return fmt::format("gathered: {}\nbatches: {}\nfailed: {}\nflushes: {}\n", c.gathered,
+                       c.batches, c.failed, c.flushes);
+  };
   if (leases_ != nullptr) {
     out[llite + ".md_leases"] = [this] {
       const LeaseCache::Counters c = leases_->counters();

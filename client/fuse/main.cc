@@ -144,6 +144,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   fs_opts.locks = mo.locks;
   fs_opts.user_xattr = mo.user_xattr;
   fs_opts.lazy_statfs = mo.lazy_statfs;
+  fs_opts.close_gather_ms = mo.close_gather_ms;
   StriaFs fs(client->get(), fs_opts);
 
   const std::string opt_string = mo.FuseOptString();
@@ -162,6 +163,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
                                     .fallback_attr_s = fs_opts.attr_timeout_s,
                                     .fsname = cfg.fsname,
                                     .keys = cfg.rpc.keys});
+  leases.set_flush_closes([&fs] { fs.FlushCloses(); });
   if (Status st = leases.Start(se, cfg.mgs_nids[0]); st.ok()) {
     fs.set_leases(&leases);
   } else {
@@ -224,6 +226,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   const int rc = fuse_session_loop_mt(se, loop);
   fuse_loop_cfg_destroy(loop);
   LOG_INFO("unmounting {}", a.mountpoint);
+  fs.FlushCloses();  // while the MDS session still runs
   mds_session.set_lease_check(nullptr);
   leases.Stop();
   fuse_session_unmount(se);

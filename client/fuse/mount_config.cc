@@ -31,6 +31,7 @@ constexpr KeyInfo kKeys[] = {
     {"connect_timeout", "connect_timeout", Kind::kValue, false},
     {"timeout", "timeout", Kind::kValue, false},
     {"mirror_timeout", "mirror_timeout", Kind::kValue, false},
+    {"close_gather_ms", "close_gather_ms", Kind::kValue, false},
     {"log", "log", Kind::kValue, false},
     {"log_file", "log", Kind::kValue, true},  // [global]'s name for it
     {"log_level", "log_level", Kind::kValue, true},

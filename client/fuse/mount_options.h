@@ -17,6 +17,8 @@
 //   connect_timeout=S   seconds to reach the MGS at mount time, default 15
 //   timeout=S           seconds an unanswered MDS/OST request is resent (servers down,
 //                       network partitioned) before the syscall fails with EIO, default 300
+//   close_gather_ms=MS  how long a close that reports nothing waits to go to the MDS with
+//                       others (client/fuse/close_batcher.h), default 10; 0: at once
 //   mirror_timeout=S    seconds a mirror's OSTs may take before a write completes on the
 //                       other mirrors (marking it stale) or a read moves to another mirror
 //                       (client/mirror_io.h), default 5
@@ -69,6 +71,7 @@ struct MountOptions {
   int connect_timeout_s = 15;
   int timeout_s = 300;
   int mirror_timeout_s = 5;
+  int close_gather_ms = 10;
   std::string log_file;
   std::string log_level;
   std::string log_target = "auto";

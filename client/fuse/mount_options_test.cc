@@ -72,6 +72,11 @@ TEST(MountOptions, BusyPoll) {
   EXPECT_EQ(m->FuseOptString().find("busy"), std::string::npos);  // not passed to libfuse
   EXPECT_FALSE(ParseMountOptions({"busy_poll_us=10001"}, "a@tcp:/fs", true).ok());
   EXPECT_FALSE(ParseMountOptions({"busy_poll_us=-1"}, "a@tcp:/fs", true).ok());
+  EXPECT_EQ(d->close_gather_ms, 10);
+  auto g = ParseMountOptions({"close_gather_ms=0"}, "a@tcp:/fs", true);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(g->close_gather_ms, 0);
+  EXPECT_FALSE(ParseMountOptions({"close_gather_ms=600001"}, "a@tcp:/fs", true).ok());
 }
 
 TEST(MountOptions, LustreClientOptions) {

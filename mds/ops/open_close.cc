@@ -18,7 +18,10 @@
 #include <algorithm>
 #include <mutex>
 
+#include <fmt/format.h>
+
 #include "common/layout.h"
+#include "common/log.h"
 #include "common/relatime.h"
 #include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
@@ -126,6 +129,29 @@ Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* re
   FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
   if (last && a.nlink() == 0) txn.DropLastLink(req.ino());
   return txn.Commit(req.sync());
+}
+
+Status CloseBatch(Namespace& ns, const proto::CloseBatchRequest& req,
+                  proto::CloseBatchReply* rep) {
+  if (req.closes_size() > kMaxCloseBatch) {
+    return Status(Code::kInval, fmt::format("more than {} closes in one batch", kMaxCloseBatch));
+  }
+  for (const proto::CloseRequest& c : req.closes()) {
+    if (c.wrote() || c.sync() || c.handle() == 0) {
+      return Status(Code::kInval, "a batched close reports nothing: a handle, no write, no sync");
+    }
+  }
+  for (const proto::CloseRequest& c : req.closes()) {
+    proto::AttrReply ignored;
+    if (Status st = Close(ns, c, &ignored); st.ok()) {
+      rep->set_closed(rep->closed() + 1);
+    } else {
+      // The handle is gone with an MDS restart, or the file with an unlink: nothing to undo.
+      LOG_DEBUG("batched close of inode {} (handle {}): {}", c.ino(), c.handle(), st.ToString());
+      rep->set_failed(rep->failed() + 1);
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace stria::mds

@@ -33,6 +33,11 @@ Status Listxattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrRepl
 Status Removexattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrReply* rep);
 Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep);
 Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* rep);
+// OP_MDS_CLOSE_BATCH: each close as Close; one that fails is counted, the others go on.
+// EINVAL for more than kMaxCloseBatch, or a close that reports a write or asks for a sync.
+inline constexpr int kMaxCloseBatch = 1024;
+Status CloseBatch(Namespace& ns, const proto::CloseBatchRequest& req,
+                  proto::CloseBatchReply* rep);
 Status Reopen(Namespace& ns, const proto::ReopenRequest& req, proto::ReopenReply* rep);
 Status Sync(Namespace& ns, const proto::SyncRequest& req, proto::SyncReply* rep);
 Status SetDefaultLayout(Namespace& ns, const proto::SetDefaultLayoutRequest& req,

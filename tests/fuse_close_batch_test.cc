@@ -1,0 +1,119 @@
+// Closes that report nothing, gathered by the mount and sent together (OP_MDS_CLOSE_BATCH,
+// client/fuse/close_batcher.h), through a real mount whose gather window is a minute long so
+// that nothing goes by the clock: the closes wait; an unlinked file whose close waits is gone
+// from the namespace at once; `lfs migrate` of a file just written and closed succeeds, the
+// MDS having asked the mount (lease callback, flush_closes) for its gathered closes rather
+// than answering EBUSY; an unmount sends what is left.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/harness/client_util.h"
+#include "tests/harness/cluster.h"
+#include "tests/harness/shared_cluster_env.h"
+#include "tests/harness/test_util.h"
+
+namespace stria::testing {
+namespace {
+
+Cluster* g_cluster = nullptr;
+client::Client* g_client = nullptr;
+
+ClusterOptions EnvOptions() {
+  ClusterOptions o;
+  o.tag = "closebatch";
+  o.fsname = "cbfs";
+  o.num_oss = 1;
+  o.osts_per_oss = 2;
+  o.fuse_options = {"close_gather_ms=60000"};
+  return o;
+}
+
+const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
+    new SharedClusterEnv(EnvOptions(), &g_cluster, &g_client));
+
+class CloseBatchTest : public MountedClusterTest {
+ protected:
+  CloseBatchTest() : MountedClusterTest(&g_cluster, &g_client) {}
+
+  static CommandResult Tool(const char* tool, std::vector<std::string> args) {
+    args.insert(args.begin(), BinPath(tool));
+    if (std::string(tool) == "lctl") args.insert(args.begin() + 1, {"--mgs", g_cluster->mgs_nid()});
+    return RunCommand(args);
+  }
+  // A counter of `lctl get_param -n PARAM` ("name: N" lines, or "name N samples ...").
+  static uint64_t Counter(const std::string& param, const std::string& name) {
+    CommandResult r = Tool("lctl", {"get_param", "-n", param});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream words(line);
+      std::string key;
+      uint64_t n = 0;
+      if (words >> key && (key == name + ":" || key == name) && words >> n) return n;
+    }
+    return 0;
+  }
+  static uint64_t Gathered() { return Counter("llite.cbfs-*.close_batches", "gathered"); }
+  static uint64_t Batches() { return Counter("llite.cbfs-*.close_batches", "batches"); }
+  static uint64_t MdsCloses() { return Counter("mdt.*.md_stats", "close"); }
+
+  static int CreateEmpty(const std::string& path) {
+    const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
+    if (fd < 0) return errno;
+    return close(fd) == 0 ? 0 : errno;
+  }
+};
+
+TEST_F(CloseBatchTest, ClosesThatReportNothingWaitAndGoTogether) {
+  ASSERT_EQ(mkdir(P("many").c_str(), 0755), 0) << strerror(errno);
+  const uint64_t gathered0 = Gathered(), batches0 = Batches(), mds0 = MdsCloses();
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(CreateEmpty(P("many/f" + std::to_string(i))), 0);
+  // Read back (a read-only open; its atime needs no report: atime is not older than mtime).
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("many/f0"), &got), 0);
+  EXPECT_EQ(Gathered() - gathered0, 21u);
+  EXPECT_EQ(Batches(), batches0) << "nothing went before the gather window or a flush";
+  EXPECT_EQ(MdsCloses(), mds0) << "the MDS has seen none of the closes";
+  // Unlinked while its close waits: gone from the namespace at once.
+  ASSERT_EQ(unlink(P("many/f1").c_str()), 0) << strerror(errno);
+  struct stat st {};
+  EXPECT_EQ(lstat(P("many/f1").c_str(), &st), -1);
+  EXPECT_EQ(errno, ENOENT);
+}
+
+TEST_F(CloseBatchTest, MigrateRightAfterCloseDoesNotFindAWriter) {
+  const std::vector<uint8_t> data = Pattern(300'000, 9);
+  ASSERT_EQ(WriteFile(P("mig"), data), 0);  // its release's close waits in the mount
+  const uint64_t mds0 = MdsCloses();
+  CommandResult r = Tool("lfs", {"migrate", "-c", "2", P("mig")});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_GT(MdsCloses(), mds0) << "the MDS asked the mount for its closes";
+  EXPECT_GE(Counter("llite.cbfs-*.close_batches", "flushes"), 1u);
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("mig"), &got), 0);
+  EXPECT_EQ(got, data);
+  r = Tool("lfs", {"getstripe", "-c", P("mig")});
+  EXPECT_EQ(r.out, "2\n") << r.err;
+}
+
+TEST_F(CloseBatchTest, AnUnmountSendsWhatIsLeft) {
+  ASSERT_EQ(CreateEmpty(P("last")), 0);
+  const uint64_t mds0 = MdsCloses();
+  ASSERT_GE(Gathered(), 1u);
+  Status st = g_cluster->Unmount(0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_GT(MdsCloses(), mds0);
+  st = g_cluster->Mount(0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+}  // namespace
+}  // namespace stria::testing
