@@ -75,6 +75,8 @@ class LeaseCache {
   Status Start(fuse_session* se, const lnet::Nid& mds);
   void Stop();
   bool enabled() const { return enabled_.load(std::memory_order_relaxed); }
+  // The callback server's NID, as registered with the MDS (after Start).
+  const std::string& callback_nid() const { return callback_nid_; }
 
   // Taken before an MDS request whose reply may carry a lease.
   struct Stamp {
