@@ -107,6 +107,14 @@ void AddLogOptions(CLI::App& app, LogOptions* log) {
   app.add_option("--log-file", log->file, "append the log to this file instead");
 }
 
+void AddBusyPollOption(CLI::App& app, int* us) {
+  app.add_option("--busy-poll-us", *us,
+                 "spin this many microseconds for the reply to a small request before "
+                 "sleeping (one thread at a time; 0: never)")
+      ->check(CLI::Range(0, 10'000))
+      ->capture_default_str();
+}
+
 std::optional<int> ParseCommandLineAndConfig(CLI::App& app, int argc, char** argv,
                                              std::string_view section,
                                              const std::string* instance) {

@@ -35,7 +35,7 @@ inline constexpr const char* kCommandLineOnlyGroup = "Testing (command line only
 // The keys [global] may hold; each applies to every program that has the option.
 inline constexpr std::string_view kGlobalKeys[] = {"log_level",     "log_target", "log_file",
                                                    "key_file",      "lnet_fallback",
-                                                   "o2ib_poll"};
+                                                   "o2ib_poll",     "busy_poll_us"};
 
 // Parses argv and the config file into `app`'s options. Returns nullopt to go on, or the
 // exit status when the program must stop now (--help/--version: 0; an error, printed to
@@ -48,5 +48,8 @@ std::optional<int> ParseCommandLineAndConfig(CLI::App& app, int argc, char** arg
 
 // Adds --log-level, --log-target and --log-file (common/log_config.h) bound to `*log`.
 void AddLogOptions(CLI::App& app, LogOptions* log);
+
+// Adds --busy-poll-us (lnet/busy_poll.h) bound to `*us`, which holds the default.
+void AddBusyPollOption(CLI::App& app, int* us);
 
 }  // namespace stria

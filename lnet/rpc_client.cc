@@ -17,6 +17,7 @@
 #include "lnet/buffer.h"
 #include "lnet/internal/client_conn.h"
 #include "lnet/lnd.h"
+#include "lnet/busy_poll.h"
 #include "lnet/socket.h"
 #include "proto/stria.pb.h"
 #ifdef STRIA_HAVE_O2IB
@@ -126,9 +127,15 @@ class TcpConn : public ClientConn {
     // The header and a small body usually arrive together: one read takes both (and the
     // start of any bulk, copied to its place below); larger bodies and bulk are read
     // straight into their buffers.
+    // A small exchange's reply comes within microseconds: spin for it rather than let
+    // this CPU go idle (lnet/busy_poll.h).
+    size_t out_bytes = a.request.size();
+    for (const iovec& v : a.bulk->out) out_bytes += v.iov_len;
+    const bool small = out_bytes <= kSpinBytes && a.bulk->in.size() <= kSpinBytes;
+    const bool ready = small && poller_.SpinForFd(fd_, POLLIN);
     uint8_t first[kFrameHeaderSize + kFirstReadBody];
     Result<size_t> got = RecvAtLeast(fd_, first, kFrameHeaderSize, sizeof first, a.deadline,
-                                     /*wait_first=*/true);
+                                     /*wait_first=*/!ready);
     if (!got.ok()) return {got.status(), false};
     Result<FrameHeader> rh = DecodeHeader(first, *a.limits);
     if (!rh.ok()) return {rh.status(), false};
@@ -155,7 +162,11 @@ class TcpConn : public ClientConn {
   }
 
  private:
+  // Exchanges with more bulk than this take longer than a spin: they wait asleep.
+  static constexpr size_t kSpinBytes = 64 << 10;
+
   const int fd_;
+  BusyPoller poller_;
 };
 
 }  // namespace

@@ -43,6 +43,9 @@ void DestroyQueue::Stop() {
 void DestroyQueue::Kick() {
   {
     std::lock_guard lock(mu_);
+    // Kicked already: the loop is gathering the burst (and would only sleep again) or
+    // about to run; a wakeup per unlink cost a futex wake and two context switches.
+    if (kicked_) return;
     kicked_ = true;
   }
   cv_.notify_all();

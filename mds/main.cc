@@ -2,7 +2,7 @@
 //
 //   stria-mds --fsname NAME --data DIR [--listen NID] [--port-file FILE] [--threads N]
 //             [--log-level LVL] [--log-target T] [--log-file FILE] [--root-squash UID:GID]
-//             [--client-lease-ms MS] [--lnet-fallback tcp|none] [--o2ib-poll]
+//             [--client-lease-ms MS] [--lnet-fallback tcp|none] [--o2ib-poll] [--busy-poll-us US]
 //             [--key-file FILE]... [--nosquash-nids NIDLIST] [--capa-key-file FILE]...
 //             [--capa-timeout S] [--config FILE]
 //
@@ -27,6 +27,7 @@
 #include "common/version.h"
 #include "common/metrics_server.h"
 #include "lnet/capa.h"
+#include "lnet/busy_poll.h"
 #include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_server.h"
@@ -133,6 +134,8 @@ int main(int argc, char** argv) {
       ->group(stria::kCommandLineOnlyGroup);
   app.add_flag("--o2ib-poll", o2ib_poll,
                "busy-poll RDMA completion queues instead of sleeping on their channel");
+  int busy_poll_us = stria::lnet::BusyPollUs();
+  stria::AddBusyPollOption(app, &busy_poll_us);
   if (auto rc = stria::ParseCommandLineAndConfig(app, argc, argv, "mds")) return *rc;
   if (stria::Status st = stria::ConfigureLogging("stria-mds", log); !st.ok()) {
     fprintf(stderr, "stria-mds: %s\n", st.message().c_str());
@@ -193,6 +196,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "stria-mds: --listen: %s\n", nid.status().ToString().c_str());
     return 1;
   }
+  stria::lnet::SetBusyPollUs(busy_poll_us);
   if (stria::Status st = stria::lnet::ConfigureLndsFromOptions(lnet_fallback, o2ib_poll);
       !st.ok() || !(st = stria::lnet::CheckNids({*nid})).ok()) {
     fprintf(stderr, "stria-mds: %s\n", st.message().c_str());

@@ -420,7 +420,13 @@ void Namespace::CommitLater(uint64_t seq) {
   {
     std::lock_guard lock(sync_mu_);
     if (seq <= pending_seq_) return;
+    // The committer waits for work only while nothing is pending beyond what is synced;
+    // otherwise it is waiting out its interval or syncing, and rechecks pending_seq_ under
+    // this lock when done. Waking it for every write cost a futex wake and two context
+    // switches per change (its interval wait would only sleep again).
+    const bool idle = pending_seq_ <= synced_seq_;
     pending_seq_ = seq;
+    if (!idle) return;
   }
   committer_cv_.notify_one();
 }

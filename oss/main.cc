@@ -3,7 +3,7 @@
 //   stria-oss --mgs NIDLIST --ost INDEX:DIR [--ost INDEX:DIR ...] [--listen NID]
 //             [--port-file FILE] [--threads N] [--max-open-files N] [--log-level LVL]
 //             [--log-target T] [--log-file FILE] [--heartbeat-ms MS]
-//             [--lnet-fallback tcp|none] [--o2ib-poll] [--key-file FILE]...
+//             [--lnet-fallback tcp|none] [--o2ib-poll] [--busy-poll-us US] [--key-file FILE]...
 //             [--capa-key-file FILE]... [--config FILE] [--instance NAME]
 //
 // Every option may come from [oss] (or [global]) of the config file instead, and with
@@ -30,6 +30,7 @@
 #include "common/log_config.h"
 #include "common/version.h"
 #include "common/metrics_server.h"
+#include "lnet/busy_poll.h"
 #include "lnet/lnd.h"
 #include "lnet/nid.h"
 #include "oss/oss_server.h"
@@ -103,6 +104,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"tcp", "none"}));
   app.add_flag("--o2ib-poll", o2ib_poll,
                "busy-poll RDMA completion queues instead of sleeping on their channel");
+  int busy_poll_us = stria::lnet::BusyPollUs();
+  stria::AddBusyPollOption(app, &busy_poll_us);
   app.add_option("--instance", instance,
                  "read [oss.NAME] of the config file over [oss] (one of several stria-oss on "
                  "a host: stria-oss@NAME.service)");
@@ -127,6 +130,7 @@ int main(int argc, char** argv) {
   options.listen = *nid;
   std::vector<stria::lnet::Nid> all_nids = options.mgs_nids;
   all_nids.push_back(*nid);
+  stria::lnet::SetBusyPollUs(busy_poll_us);
   if (Status st = stria::lnet::ConfigureLndsFromOptions(lnet_fallback, o2ib_poll);
       !st.ok() || !(st = stria::lnet::CheckNids(all_nids)).ok()) {
     fmt::print(stderr, "stria-oss: {}\n", st.message());

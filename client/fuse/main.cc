@@ -41,6 +41,7 @@
 #include "common/log.h"
 #include "common/log_config.h"
 #include "common/version.h"
+#include "lnet/busy_poll.h"
 #include "lnet/lnd.h"
 
 namespace stria::client::fuse {
@@ -291,6 +292,7 @@ int Main(int argc, char** argv) {
   }
   // The MGS NIDs must be reachable on some LND here: an o2ib NID without a device fails now,
   // with the one message, unless the fallback allows TCP.
+  lnet::SetBusyPollUs(mo->busy_poll_us);
   Status lnd = lnet::ConfigureLndsFromOptions(
       !a.lnet_fallback.empty() ? a.lnet_fallback : mo->lnet_fallback, mo->o2ib_poll);
   if (lnd.ok()) lnd = lnet::CheckNids(spec->mgs_nids);

@@ -38,6 +38,7 @@ constexpr KeyInfo kKeys[] = {
     {"key_file", "key_file", Kind::kValue, true},
     {"lnet_fallback", "lnet_fallback", Kind::kValue, true},
     {"o2ib_poll", "o2ib_poll", Kind::kFlag, true},
+    {"busy_poll_us", "busy_poll_us", Kind::kValue, true},
     {"allow_other", "allow_other", Kind::kNegatable, false},
     {"default_permissions", "default_permissions", Kind::kNegatable, false},
     {"flock", "flock", Kind::kWord, false, {{"flock", "localflock", "noflock"}}},

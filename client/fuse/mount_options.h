@@ -29,6 +29,9 @@
 //   lnet_fallback=tcp   carry o2ib NIDs over TCP where this host has no RDMA device
 //                       (lnet/lnd.h; the same as stria-fuse --lnet-fallback tcp)
 //   o2ib_poll           busy-poll RDMA completion queues
+//   busy_poll_us=US     spin this long for the reply to a small request before sleeping
+//                       (lnet/busy_poll.h); default 0 for a mount: through FUSE the
+//                       kernel's own wakeups dominate and spinning measured no gain
 //   noallow_other       do not add allow_other
 //   nodefault_permissions  leave permission checks to the MDS alone (cached dentries then
 //                       skip the search permission of directories)
@@ -72,6 +75,7 @@ struct MountOptions {
   std::string key_file;       // empty: the default key (lnet::DefaultKeyRing), if any
   std::string lnet_fallback;  // "tcp", "none" or empty (the process default)
   bool o2ib_poll = false;
+  int busy_poll_us = 0;
   bool default_permissions = true;  // the kernel checks mode bits too
   LockMode locks = LockMode::kCluster;
   bool user_xattr = true;

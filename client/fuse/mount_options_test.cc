@@ -62,6 +62,18 @@ TEST(MountOptions, LnetFallbackAndO2ibPoll) {
   EXPECT_FALSE(ParseMountOptions({"lnet_fallback=udp"}, "a@o2ib:/fs", true).ok());
 }
 
+TEST(MountOptions, BusyPoll) {
+  auto d = ParseMountOptions({}, "a@tcp:/fs", true);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->busy_poll_us, 0);  // a mount sleeps for its replies unless told
+  auto m = ParseMountOptions({"busy_poll_us=150"}, "a@tcp:/fs", true);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->busy_poll_us, 150);
+  EXPECT_EQ(m->FuseOptString().find("busy"), std::string::npos);  // not passed to libfuse
+  EXPECT_FALSE(ParseMountOptions({"busy_poll_us=10001"}, "a@tcp:/fs", true).ok());
+  EXPECT_FALSE(ParseMountOptions({"busy_poll_us=-1"}, "a@tcp:/fs", true).ok());
+}
+
 TEST(MountOptions, LustreClientOptions) {
   auto d = ParseMountOptions({}, "a@tcp:/fs", true);
   ASSERT_TRUE(d.ok());
