@@ -104,28 +104,32 @@ uint32_t LeaseTable::Grant(const std::string& client, Kind kind, uint64_t ino,
   std::lock_guard lock(mu_);
   auto c = clients_.find(client);
   if (c == clients_.end()) return 0;
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = Now();
   Sweep(now);
-  if (snapshot < purge_floor_) {  // the read began before changes we no longer remember
+  // None for a read that began before changes we no longer remember, nor past the limit.
+  if (snapshot < purge_floor_ || c->second.held >= options_.max_per_client) {
     ++counters_.refused;
     return 0;
   }
-  Resource& r = resources_[Key{kind, ino}];
+  const Key key{kind, ino};
+  // A resource made here gets its holder below: only a changed one can be refused.
+  Resource& r = resources_[key];
   // While contended, only the client whose change it was (the one changing it now) gets
   // leases: its own changes revoke nothing.
   if ((r.changed_stamp > snapshot && r.changed_by != client) ||
-      (now < r.contended_until && r.changed_by != client) ||
-      c->second.held >= options_.max_per_client) {
+      (now < r.contended_until && r.changed_by != client)) {
     ++counters_.refused;
     return 0;
   }
-  auto [it, inserted] =
-      r.holders.try_emplace(client, now + std::chrono::milliseconds(options_.lease_ms));
+  const Clock::time_point until = now + std::chrono::milliseconds(options_.lease_ms);
+  auto [it, inserted] = r.holders.try_emplace(client, until);
   if (inserted) {
     ++c->second.held;
   } else {
-    it->second = now + std::chrono::milliseconds(options_.lease_ms);
+    it->second = until;
   }
+  // A renewal changes nothing there: the resource is due earlier, and is rescheduled then.
+  Schedule(key, r, until);
   ++counters_.granted;
   return static_cast<uint32_t>(options_.lease_ms);
 }
@@ -135,10 +139,11 @@ LeaseTable::Who LeaseTable::TakeHolders(const std::string& requester,
   Who who;
   std::lock_guard lock(mu_);
   if (clients_.empty()) return who;  // nobody can hold or be granted anything
-  const Clock::time_point now = Clock::now();
+  const Clock::time_point now = Now();
   const uint64_t stamp = ++stamp_;
   auto take = [&](Kind kind, uint64_t ino) {
-    Resource& r = resources_[Key{kind, ino}];
+    const Key key{kind, ino};
+    Resource& r = resources_[key];
     r.changed_stamp = stamp;
     r.changed_by = requester;
     r.changed_at = now;
@@ -159,6 +164,7 @@ LeaseTable::Who LeaseTable::TakeHolders(const std::string& requester,
       it = r.holders.erase(it);
     }
     if (revoked) r.contended_until = now + std::chrono::milliseconds(options_.contended_ms);
+    Schedule(key, r, Forgettable(r));
   };
   for (uint64_t d : changes.dirs) take(Kind::kEntry, d);
   for (uint64_t i : changes.inos) take(Kind::kAttr, i);
@@ -243,11 +249,31 @@ void LeaseTable::RunRevoker() {
   }
 }
 
+LeaseTable::Clock::time_point LeaseTable::Now() const {
+  return options_.clock ? options_.clock() : Clock::now();
+}
+
+void LeaseTable::Schedule(const Key& key, Resource& r, Clock::time_point when) {
+  if (when >= r.due) return;
+  if (r.due != Clock::time_point::max()) due_.erase({r.due, key});
+  r.due = when;
+  due_.emplace(when, key);
+}
+
+LeaseTable::Clock::time_point LeaseTable::Forgettable(const Resource& r) {
+  return std::max(r.contended_until, r.changed_at + kChangeMemory);
+}
+
 void LeaseTable::Sweep(Clock::time_point now) {
-  if (now < next_sweep_) return;
-  next_sweep_ = now + std::chrono::seconds(1);
-  for (auto it = resources_.begin(); it != resources_.end();) {
+  for (size_t n = 0; n < kSweepBatch && !due_.empty() && due_.begin()->first <= now; ++n) {
+    const Key key = due_.begin()->second;
+    due_.erase(due_.begin());
+    ++counters_.swept;
+    // Only the sweep forgets resources, and each has its entry in due_: this one exists.
+    auto it = resources_.find(key);
     Resource& r = it->second;
+    r.due = Clock::time_point::max();
+    Clock::time_point next = Clock::time_point::max();
     for (auto h = r.holders.begin(); h != r.holders.end();) {
       if (h->second <= now) {
         if (auto c = clients_.find(h->first); c != clients_.end() && c->second.held > 0) {
@@ -255,15 +281,19 @@ void LeaseTable::Sweep(Clock::time_point now) {
         }
         h = r.holders.erase(h);
       } else {
+        next = std::min(next, h->second);
         ++h;
       }
     }
-    if (r.holders.empty() && now >= r.contended_until && now - r.changed_at > kChangeMemory) {
-      purge_floor_ = std::max(purge_floor_, r.changed_stamp);
-      it = resources_.erase(it);
-    } else {
-      ++it;
+    if (r.holders.empty()) {
+      next = Forgettable(r);
+      if (next <= now) {
+        purge_floor_ = std::max(purge_floor_, r.changed_stamp);
+        resources_.erase(it);
+        continue;
+      }
     }
+    Schedule(key, r, next);
   }
 }
 

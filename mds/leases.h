@@ -19,6 +19,12 @@
 // so a directory many clients create in (a checkpoint directory) costs one revocation per
 // holder, not one per create.
 //
+// Expiry. Ended leases, and changes too old for the race check, are forgotten by the sweep
+// each grant runs first. It must not hold up grants and revocations on a big table, so it
+// walks no table: an index ordered by time (due_) says when each resource needs looking at
+// next (its earliest lease's end, or when its change ages out), and a pass looks only at
+// resources whose time came, at most kSweepBatch of them; the next grant goes on from there.
+//
 // What a change touched comes from Txn::Commit: inside a ScopedChangeCapture (the MDS's
 // request handlers) it is gathered for the handler to revoke before its reply; a commit
 // outside one (background work) is revoked asynchronously through the listener.
@@ -30,13 +36,16 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -79,12 +88,16 @@ struct LeaseOptions {
   size_t max_per_client = 500'000; // leases one client may hold (then none more until some expire)
   std::shared_ptr<const lnet::KeyRing> keys;  // the cluster key, for the callback connections
   std::string fsname;
+  // What the table reads the time from; null: steady_clock. Tests move a fake one.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 class LeaseTable {
  public:
   enum class Kind : uint8_t { kEntry, kAttr };
   using Clock = std::chrono::steady_clock;
+  // The most resources one sweep looks at, under the table's lock.
+  static constexpr size_t kSweepBatch = 1024;
 
   explicit LeaseTable(LeaseOptions options);
   ~LeaseTable();  // stops the asynchronous revoker
@@ -124,6 +137,8 @@ class LeaseTable {
     uint64_t refused = 0;           // asked for and not granted (race, contention, limit)
     uint64_t revocations = 0;       // OP_CLIENT_LEASE_REVOKE sent
     uint64_t revoke_failures = 0;   // ... that were not answered in time
+    uint64_t swept = 0;             // resources sweeps looked at (a lease there ended, or
+                                    // its change aged out)
     size_t held = 0;                // leases held now (expired ones included until swept)
     size_t clients = 0;             // registered clients
   };
@@ -134,6 +149,7 @@ class LeaseTable {
     Kind kind;
     uint64_t ino;
     bool operator==(const Key& o) const { return kind == o.kind && ino == o.ino; }
+    bool operator<(const Key& o) const { return std::tie(ino, kind) < std::tie(o.ino, o.kind); }
   };
   struct KeyHash {
     size_t operator()(const Key& k) const {
@@ -146,6 +162,9 @@ class LeaseTable {
     std::string changed_by;
     Clock::time_point changed_at{};
     Clock::time_point contended_until{};
+    // Its entry in due_: no later than its earliest holder's expiry, or, without holders,
+    // than Forgettable(). max(): none yet.
+    Clock::time_point due = Clock::time_point::max();
   };
   // Per client: the directories and inodes to revoke there.
   using Who = std::map<std::string, std::pair<std::vector<uint64_t>, std::vector<uint64_t>>>;
@@ -158,7 +177,14 @@ class LeaseTable {
   // Takes the holders to revoke (grouped by client) and marks the resources changed.
   Who TakeHolders(const std::string& requester, const MdChanges& changes);
   void SendRevocations(const Who& who);
-  void Sweep(Clock::time_point now);  // REQUIRES mu_
+  Clock::time_point Now() const;
+  // Makes `r` due no later than `when`. REQUIRES mu_
+  void Schedule(const Key& key, Resource& r, Clock::time_point when);
+  // When `r`, holding no lease, may be forgotten: neither contended nor needed for the race
+  // check any more.
+  static Clock::time_point Forgettable(const Resource& r);
+  // Looks at up to kSweepBatch resources that are due. REQUIRES mu_
+  void Sweep(Clock::time_point now);
   void ForgetLocked(const std::string& client);
   void RunRevoker();
 
@@ -167,7 +193,8 @@ class LeaseTable {
   uint64_t stamp_ = 0;                                          // GUARDED_BY(mu_)
   std::unordered_map<Key, Resource, KeyHash> resources_;        // GUARDED_BY(mu_)
   std::unordered_map<std::string, ClientState> clients_;        // GUARDED_BY(mu_)
-  Clock::time_point next_sweep_{};                              // GUARDED_BY(mu_)
+  // Every resource, once, by when it is due (Resource::due).
+  std::set<std::pair<Clock::time_point, Key>> due_;             // GUARDED_BY(mu_)
   // The newest stamp of a change forgotten by Sweep: a read that began before it gets no lease.
   uint64_t purge_floor_ = 0;                                    // GUARDED_BY(mu_)
   Counters counters_;                                           // GUARDED_BY(mu_)

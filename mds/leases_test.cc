@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <chrono>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -171,6 +173,74 @@ TEST(LeaseTableTest, AHolderThatDoesNotAnswerLosesEveryLeaseOnce) {
   t.Revoke("A", Changes({}, {2}));
   EXPECT_EQ(t.counters().revocations, 1u);
   EXPECT_EQ(t.counters().held, 1u) << "A's lease on inode 3 stays";
+}
+
+// A table whose clock the test moves.
+struct FakeClock {
+  LeaseTable::Clock::time_point now = LeaseTable::Clock::now();
+};
+
+LeaseOptions Options(const std::shared_ptr<FakeClock>& clock) {
+  LeaseOptions o = Options();
+  o.clock = [clock] { return clock->now; };
+  return o;
+}
+
+TEST(LeaseTableTest, ASweepLooksOnlyAtWhatEndedAndAtABatchAtATime) {
+  auto clock = std::make_shared<FakeClock>();
+  LeaseTable t(Options(clock));
+  Callbacks a;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  constexpr uint64_t kEnded = 3 * LeaseTable::kSweepBatch + 5;
+  constexpr uint64_t kLive = 100;
+  constexpr uint64_t kLiveBase = 1'000'000;
+  for (uint64_t i = 1; i <= kEnded; ++i) ASSERT_GT(t.Grant("A", Kind::kAttr, i, 0), 0u);
+  clock->now += std::chrono::seconds(20);
+  for (uint64_t i = 0; i < kLive; ++i) {
+    ASSERT_GT(t.Grant("A", Kind::kEntry, kLiveBase + i, 0), 0u);
+  }
+  EXPECT_EQ(t.counters().swept, 0u) << "nothing was due";
+  EXPECT_EQ(t.counters().held, kEnded + kLive);
+
+  // The first leases ended 5 s ago, the others have 15 s left. Each grant's sweep looks at
+  // one batch of what ended, and never at a live lease (this one is renewed, too).
+  clock->now += std::chrono::seconds(15);
+  ASSERT_GT(t.Grant("A", Kind::kEntry, kLiveBase, 0), 0u);
+  EXPECT_EQ(t.counters().swept, LeaseTable::kSweepBatch);
+  EXPECT_EQ(t.counters().held, kEnded + kLive - LeaseTable::kSweepBatch);
+  for (int pass = 0; pass < 4; ++pass) ASSERT_GT(t.Grant("A", Kind::kEntry, kLiveBase, 0), 0u);
+  EXPECT_EQ(t.counters().swept, kEnded) << "each ended lease once, no live one";
+  EXPECT_EQ(t.counters().held, kLive);
+
+  // What ended is gone (changing it asks nobody); what lives is still revoked.
+  t.Revoke("", Changes({}, {1, 2, kEnded}));
+  EXPECT_EQ(a.calls(), 0);
+  t.Revoke("", Changes({kLiveBase + 1}, {}));
+  EXPECT_EQ(a.calls(), 1);
+  EXPECT_EQ(a.dirs(), std::set<uint64_t>({kLiveBase + 1}));
+}
+
+TEST(LeaseTableTest, AChangeIsRememberedUntilItAgesOutThenReadsBeforeItGetNoLease) {
+  auto clock = std::make_shared<FakeClock>();
+  LeaseTable t(Options(clock));  // contended for 60 s
+  Callbacks a, b;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  ASSERT_TRUE(t.Register("B", b.nid()).ok());
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u);
+  const uint64_t before = t.Snapshot();
+  t.Revoke("B", Changes({}, {5}));
+  ASSERT_EQ(a.calls(), 1);
+  // A's lease would have ended now: the sweep looks, and keeps the (contended) change.
+  clock->now += std::chrono::seconds(31);
+  EXPECT_EQ(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u) << "contended";
+  EXPECT_EQ(t.counters().swept, 1u);
+  clock->now += std::chrono::seconds(30);
+  EXPECT_GT(t.Grant("A", Kind::kAttr, 6, t.Snapshot()), 0u);
+  EXPECT_EQ(t.counters().swept, 2u) << "looked at once more, when it stopped being contended";
+  // Forgotten now: a read that began before the change gets no lease, on anything.
+  EXPECT_EQ(t.Grant("A", Kind::kAttr, 7, before), 0u);
+  EXPECT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u);
+  EXPECT_EQ(t.counters().held, 2u);
 }
 
 TEST(LeaseTableTest, CommitsOutsideACaptureAreRevokedInTheBackground) {

@@ -1,18 +1,27 @@
 // The mount's side of metadata leases (client/fuse/lease_cache.h) against a real MDS, without
 // a kernel: the leases a LeaseCache registers for, the timeouts it gives, what a revocation
-// (another client's change) makes it forget, complete directories, and re-registration.
+// (another client's change) makes it forget, complete directories, re-registration, and what
+// its callback server does with bad input.
 #include "client/fuse/lease_cache.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
 
 #include "client/metadata.h"
+#include "lnet/frame.h"
 #include "lnet/nid.h"
+#include "lnet/rpc_client.h"
+#include "lnet/socket.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/shared_cluster_env.h"
@@ -168,6 +177,134 @@ TEST_F(LeaseCacheTest, LostLeasesAreDroppedAndRegisteredAgain) {
   attr = md.Getattr(RootCred(), 1);
   ASSERT_TRUE(attr.ok());
   EXPECT_GT(cache_->AttrTimeout(1, attr->attr_lease_ms(), again), 1.0);
+}
+
+// Whether the peer closed `fd` within 5 s (what it sent before is read and dropped).
+bool PeerClosed(int fd) {
+  char b[4096];
+  for (int i = 0; i < 50; ++i) {
+    const ssize_t n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN)) return true;
+    if (n < 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// Sends `bytes` on a new TCP connection to the callback server; says whether it was dropped.
+bool DroppedAfter(const lnet::Nid& nid, std::string_view bytes) {
+  Result<int> fd = lnet::TcpConnect(nid, 2'000);
+  EXPECT_TRUE(fd.ok()) << fd.status().ToString();
+  if (!fd.ok()) return false;
+  EXPECT_EQ(send(*fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(bytes.size()));
+  const bool closed = PeerClosed(*fd);
+  close(*fd);
+  return closed;
+}
+
+std::string Header(const lnet::FrameHeader& h) {
+  std::string out(lnet::kFrameHeaderSize, '\0');
+  lnet::EncodeHeader(h, reinterpret_cast<uint8_t*>(out.data()));
+  return out;
+}
+
+// Whatever reaches the callback server, it answers or drops that one request or connection,
+// forgets nothing it was not told to, and goes on serving: the MDS's revocations depend on it.
+TEST_F(LeaseCacheTest, TheCallbackServerSurvivesBadRevocationsAndStillServesGoodOnes) {
+  client::Metadata md(mine_.get());
+  const uint64_t d = Mkdir(g_client, 1, "hostile");
+  const LeaseCache::Stamp stamp = cache_->Begin();
+  auto absent = md.Lookup(RootCred(), d, "x", /*negative_ok=*/true);
+  ASSERT_TRUE(absent.ok()) << absent.status().ToString();
+  ASSERT_GT(cache_->EntryTimeout(d, "x", absent->entry_lease_ms(), stamp), 1.0);
+  auto attr = md.Getattr(RootCred(), d);
+  ASSERT_TRUE(attr.ok());
+  ASSERT_GT(cache_->AttrTimeout(d, attr->attr_lease_ms(), stamp), 1.0);
+  ASSERT_EQ(cache_->counters().cached, 2u);
+
+  auto nid = lnet::Nid::Parse(cache_->callback_nid());
+  ASSERT_TRUE(nid.ok()) << cache_->callback_nid();
+  lnet::ClientOptions o;
+  o.fsname = g_cluster->options().fsname;
+  o.rpc_timeout_ms = 10'000;
+  o.retry_deadline_ms = 2'000;
+  lnet::RpcClient peer(*nid, o);
+  std::string reply;
+
+  // (a) A body that is no LeaseRevokeRequest: an error reply saying so; nothing is served.
+  Status st = peer.CallRaw(proto::OP_CLIENT_LEASE_REVOKE, "\xff\xff\xff\xff", &reply);
+  EXPECT_EQ(st.code(), Code::kProtocol) << st.ToString();
+  EXPECT_NE(st.message().find("does not parse"), std::string::npos) << st.ToString();
+  EXPECT_EQ(cache_->counters().revocations, 0u);
+
+  // (b) Revocations of what this mount does not hold, inode 0 and the largest inode among
+  // them, and then of half a million of them in one request: answered OK, because the MDS
+  // takes an error for a dead client and drops all its leases, and a lease the mount never
+  // recorded (its reply lost, or given a short timeout) is one it no longer holds. Nothing
+  // cached is forgotten or invalidated.
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  proto::LeaseRevokeRequest strangers;
+  for (uint64_t i : {uint64_t{0}, d + 1'000'000, kMax}) strangers.add_dirs(i);
+  for (uint64_t i : {uint64_t{0}, uint64_t{1}, d + 1'000'000, kMax}) strangers.add_inos(i);
+  proto::LeaseRevokeReply ok;
+  st = peer.Call(proto::OP_CLIENT_LEASE_REVOKE, strangers, &ok);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  proto::LeaseRevokeRequest many;
+  for (uint64_t i = 0; i < 250'000; ++i) {
+    many.add_dirs((uint64_t{1} << 40) + i);
+    many.add_inos((uint64_t{1} << 40) + i);
+  }
+  st = peer.Call(proto::OP_CLIENT_LEASE_REVOKE, many, &ok);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(cache_->counters().revocations, 2u);
+  EXPECT_EQ(cache_->counters().cached, 2u) << "what it holds was not named";
+  EXPECT_EQ(cache_->counters().invalidated, 0u);
+
+  // (c) Bytes that are no frame, a frame too large to take, and a request before CONNECT:
+  // that connection is dropped (the last after an error reply), and only that one.
+  EXPECT_TRUE(DroppedAfter(*nid, std::string(200, 'Z')));
+  lnet::FrameHeader huge;
+  huge.opcode = proto::OP_CLIENT_LEASE_REVOKE;
+  huge.body_len = std::numeric_limits<uint32_t>::max();
+  EXPECT_TRUE(DroppedAfter(*nid, Header(huge)));
+  {
+    lnet::FrameHeader early;
+    early.opcode = proto::OP_CLIENT_LEASE_REVOKE;
+    Result<int> fd = lnet::TcpConnect(*nid, 2'000);
+    ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+    const std::string bytes = Header(early);
+    ASSERT_EQ(send(*fd, bytes.data(), bytes.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(bytes.size()));
+    uint8_t got[lnet::kFrameHeaderSize];
+    st = lnet::RecvAll(*fd, got, sizeof got, lnet::Clock::now() + std::chrono::seconds(5));
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    auto h = lnet::DecodeHeader(got, lnet::FrameLimits{});
+    ASSERT_TRUE(h.ok()) << h.status().ToString();
+    EXPECT_EQ(h->status, static_cast<int32_t>(Code::kProtocol));
+    EXPECT_TRUE(PeerClosed(*fd));
+    close(*fd);
+  }
+  EXPECT_EQ(cache_->counters().revocations, 2u);
+  EXPECT_EQ(cache_->counters().cached, 2u);
+
+  // Still serving: a revocation of what it holds is applied, on the connection used above...
+  proto::LeaseRevokeRequest good;
+  good.add_dirs(d);
+  good.add_inos(d);
+  st = peer.Call(proto::OP_CLIENT_LEASE_REVOKE, good, &ok);
+  EXPECT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(cache_->counters().revocations, 3u);
+  EXPECT_EQ(cache_->counters().cached, 0u);
+  EXPECT_EQ(cache_->counters().invalidated, 2u);
+  // ...and the MDS's own, for another client's change, still comes through.
+  const LeaseCache::Stamp again = cache_->Begin();
+  absent = md.Lookup(RootCred(), d, "y", /*negative_ok=*/true);
+  ASSERT_TRUE(absent.ok()) << absent.status().ToString();
+  ASSERT_GT(cache_->EntryTimeout(d, "y", absent->entry_lease_ms(), again), 1.0);
+  ASSERT_TRUE(Touch(g_client, d, "y").ok());
+  ExpectRevocations(4);
+  EXPECT_EQ(cache_->counters().cached, 0u);
+  EXPECT_EQ(cache_->counters().invalidated, 3u);
 }
 
 }  // namespace

@@ -81,6 +81,8 @@ class LeaseCache {
     std::lock_guard lock(mu_);
     flush_closes_ = std::move(fn);
   }
+  // The callback server's NID, as registered with the MDS (after Start).
+  const std::string& callback_nid() const { return callback_nid_; }
 
   // Taken before an MDS request whose reply may carry a lease.
   struct Stamp {
