@@ -17,11 +17,14 @@ int InitialBudgetUs() {
 }
 
 std::atomic<int> g_budget_us{InitialBudgetUs()};
-std::atomic<bool> g_spinning{false};  // one spinner per process
+std::atomic<int> g_waiting{0};  // threads inside a ReplyWaitScope
 std::atomic<uint64_t> g_hits{0};
 std::atomic<uint64_t> g_misses{0};
 
 }  // namespace
+
+ReplyWaitScope::ReplyWaitScope() { g_waiting.fetch_add(1, std::memory_order_relaxed); }
+ReplyWaitScope::~ReplyWaitScope() { g_waiting.fetch_sub(1, std::memory_order_relaxed); }
 
 void SetBusyPollUs(int us) { g_budget_us.store(std::clamp(us, 0, kMaxBusyPollUs)); }
 int BusyPollUs() { return g_budget_us.load(); }
@@ -32,21 +35,22 @@ BusyPollStats GetBusyPollStats() {
 
 bool BusyPoller::SpinForFd(int fd, short events) {
   const int budget = g_budget_us.load(std::memory_order_relaxed);
-  if (budget <= 0) return false;
+  if (budget <= 0 || g_waiting.load(std::memory_order_relaxed) > 1) return false;
   if (misses_.load(std::memory_order_relaxed) >= kMissStreak &&
       skipped_.fetch_add(1, std::memory_order_relaxed) % kMissStreak != kMissStreak - 1) {
     return false;  // a miss streak: probe now and then only
   }
-  if (g_spinning.exchange(true, std::memory_order_acquire)) return false;
   using Clock = std::chrono::steady_clock;
   const auto until = Clock::now() + std::chrono::microseconds(budget);
   int rc = 0;
   do {
+    // Another thread started waiting for a reply: leave the CPU to the work that answers
+    // (not a miss: the wait was not too long for the budget).
+    if (g_waiting.load(std::memory_order_relaxed) > 1) return false;
     pollfd p{fd, events, 0};
     rc = poll(&p, 1, 0);
     if (rc != 0) break;  // ready, or an error the caller's own wait will see
   } while (Clock::now() < until);
-  g_spinning.store(false, std::memory_order_release);
   if (rc > 0) {
     g_hits.fetch_add(1, std::memory_order_relaxed);
     misses_.store(0, std::memory_order_relaxed);

@@ -114,6 +114,16 @@ TEST(BusyPollerTest, AMissStreakSpinsOnlyNowAndThenUntilAHit) {
   for (int i = 0; i < BusyPoller::kMissStreak && !hit; ++i) hit = p.SpinForFd(sv[0], POLLIN);
   EXPECT_TRUE(hit);
   EXPECT_TRUE(p.SpinForFd(sv[0], POLLIN)) << "after a hit every wait spins again";
+  {
+    // With another thread waiting for a reply too, nobody spins, ready or not.
+    ReplyWaitScope mine, another;
+    const BusyPollStats before = GetBusyPollStats();
+    EXPECT_FALSE(p.SpinForFd(sv[0], POLLIN));
+    const BusyPollStats after = GetBusyPollStats();
+    EXPECT_EQ(after.hits + after.misses, before.hits + before.misses);
+  }
+  ReplyWaitScope alone;
+  EXPECT_TRUE(p.SpinForFd(sv[0], POLLIN));
   close(sv[0]);
   close(sv[1]);
   SetBusyPollUs(saved);

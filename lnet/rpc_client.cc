@@ -132,6 +132,7 @@ class TcpConn : public ClientConn {
     size_t out_bytes = a.request.size();
     for (const iovec& v : a.bulk->out) out_bytes += v.iov_len;
     const bool small = out_bytes <= kSpinBytes && a.bulk->in.size() <= kSpinBytes;
+    ReplyWaitScope waiting;
     const bool ready = small && poller_.SpinForFd(fd_, POLLIN);
     uint8_t first[kFrameHeaderSize + kFirstReadBody];
     Result<size_t> got = RecvAtLeast(fd_, first, kFrameHeaderSize, sizeof first, a.deadline,
