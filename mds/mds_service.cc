@@ -213,6 +213,10 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
             }
           } else if constexpr (std::is_same_v<Req, proto::CloseRequest>) {
             sessions->Closed(ctx.client_uuid, req.handle());
+          } else if constexpr (std::is_same_v<Req, proto::CloseBatchRequest>) {
+            for (const proto::CloseRequest& c : req.closes()) {
+              sessions->Closed(ctx.client_uuid, c.handle());
+            }
           }
         }
         return st;

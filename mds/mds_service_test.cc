@@ -11,6 +11,7 @@
 
 #include "lnet/rpc_client.h"
 #include "lnet/rpc_server.h"
+#include "mds/client_sessions.h"
 #include "mds/destroy_queue.h"
 #include "mds/lnet_ost_gateway.h"
 #include "mds/mds_test_util.h"
@@ -201,6 +202,45 @@ TEST_F(MdsServiceTest, CloseBatchClosesEachAndRefusesWhatReportsSomething) {
   EXPECT_EQ(rep.closed(), 4u);  // an unknown handle's close drops nothing, as OP_MDS_CLOSE
   std::lock_guard lock(f_.ns().open_mutex());
   for (auto [h, ino] : opened) EXPECT_FALSE(f_.ns().HandleOpenLocked(h, ino));
+}
+
+// The client's session forgets a handle closed in a batch as it does one closed alone: an
+// eviction later has nothing left to close, and the bookkeeping does not grow.
+TEST_F(MdsServiceTest, CloseBatchEndsTheHandlesInTheClientsSession) {
+  f_.AddOsts(1);
+  ClientSessions sessions(&f_.ns(), {});
+  MdsService service(&f_.ns(), nullptr, {}, &sessions);
+  lnet::ServerOptions so;
+  so.name = "mds-test-sessions";
+  so.fsname = "testfs";
+  lnet::RpcServer server(so);
+  service.Register(&server);
+  ASSERT_TRUE(server.Start(*lnet::Nid::Parse("127.0.0.1@tcp:0")).ok());
+  lnet::ClientOptions co;
+  co.fsname = "testfs";
+  co.client_uuid = "batching-client";
+  lnet::RpcClient client(*lnet::Nid::Parse("127.0.0.1@tcp:" + std::to_string(server.port())),
+                         co);
+  proto::CreateRequest c;
+  c.set_parent(kRootIno);
+  c.set_mode(S_IFREG | 0644);
+  c.set_open(true);
+  proto::CloseBatchRequest batch;
+  std::vector<std::pair<uint64_t, uint64_t>> opened;
+  for (int i = 0; i < 2; ++i) {
+    c.set_name("s" + std::to_string(i));
+    proto::EntryReply e;
+    ASSERT_TRUE(client.Call(proto::OP_MDS_CREATE, c, &e).ok());
+    opened.emplace_back(e.handle(), e.attr().ino());
+    EXPECT_TRUE(sessions.HandleCapaOps("batching-client", e.handle(), e.attr().ino()));
+    proto::CloseRequest* cl = batch.add_closes();
+    cl->set_ino(e.attr().ino());
+    cl->set_handle(e.handle());
+  }
+  proto::CloseBatchReply rep;
+  ASSERT_TRUE(client.Call(proto::OP_MDS_CLOSE_BATCH, batch, &rep).ok());
+  for (auto [h, ino] : opened) EXPECT_FALSE(sessions.HandleCapaOps("batching-client", h, ino));
+  server.Stop();
 }
 
 TEST_F(MdsServiceTest, GarbageBodyIsProtocolErrorAndServerKeepsServing) {
