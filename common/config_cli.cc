@@ -110,7 +110,7 @@ void AddLogOptions(CLI::App& app, LogOptions* log) {
 void AddBusyPollOption(CLI::App& app, int* us) {
   app.add_option("--busy-poll-us", *us,
                  "spin this many microseconds for the reply to a small request before "
-                 "sleeping (one thread at a time; 0: never)")
+                 "sleeping, while no other thread of this process waits for one (0: never)")
       ->check(CLI::Range(0, 10'000))
       ->capture_default_str();
 }
