@@ -124,9 +124,6 @@ class TcpConn : public ClientConn {
     Status st = SendAll(fd_, iov.data(), static_cast<int>(iov.size()), a.deadline);
     if (!st.ok()) return {st, false};
 
-    // The header and a small body usually arrive together: one read takes both (and the
-    // start of any bulk, copied to its place below); larger bodies and bulk are read
-    // straight into their buffers.
     // A small exchange's reply comes within microseconds: spin for it rather than let
     // this CPU go idle (lnet/busy_poll.h).
     size_t out_bytes = a.request.size();
@@ -134,6 +131,9 @@ class TcpConn : public ClientConn {
     const bool small = out_bytes <= kSpinBytes && a.bulk->in.size() <= kSpinBytes;
     ReplyWaitScope waiting;
     const bool ready = small && poller_.SpinForFd(fd_, POLLIN);
+    // The header and a small body usually arrive together: one read takes both (and the
+    // start of any bulk, copied to its place below); larger bodies and bulk are read
+    // straight into their buffers.
     uint8_t first[kFrameHeaderSize + kFirstReadBody];
     Result<size_t> got = RecvAtLeast(fd_, first, kFrameHeaderSize, sizeof first, a.deadline,
                                      /*wait_first=*/!ready);
