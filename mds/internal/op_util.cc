@@ -26,6 +26,20 @@ Result<InodeRecord*> WritableDir(Txn& txn, uint64_t ino, const proto::Credential
   return dir;
 }
 
+Result<InodeRecord*> RegularFile(Txn& txn, uint64_t ino) {
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(ino));
+  if (!rec->is_reg()) {
+    return Status(Code::kInval, "inode " + std::to_string(ino) + " is not a regular file");
+  }
+  return rec;
+}
+
+Result<InodeRecord*> WritableFile(Txn& txn, uint64_t ino, const proto::Credentials& cred) {
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, RegularFile(txn, ino));
+  STRIA_RETURN_IF_ERROR(CheckAccess(rec->attr, cred, kMayWrite));
+  return rec;
+}
+
 void TouchDir(Txn& txn, InodeRecord* dir) {
   dir->attr.set_mtime_ns(txn.now());
   dir->attr.set_ctime_ns(txn.now());

@@ -20,6 +20,11 @@ Result<InodeRecord> ReadSearchableDir(const Namespace& ns, uint64_t ino,
 // Within a Txn: directory `ino` on which cred may create/remove entries (write + search).
 Result<InodeRecord*> WritableDir(Txn& txn, uint64_t ino, const proto::Credentials& cred);
 
+// Within a Txn: regular file `ino` (kInval naming it otherwise, kNoEnt when gone).
+Result<InodeRecord*> RegularFile(Txn& txn, uint64_t ino);
+// The same, on which cred may write (kAccess otherwise): layout changes (migrate, mirrors).
+Result<InodeRecord*> WritableFile(Txn& txn, uint64_t ino, const proto::Credentials& cred);
+
 // Sets a directory's mtime and ctime to the Txn's time and marks it dirty.
 void TouchDir(Txn& txn, InodeRecord* dir);
 

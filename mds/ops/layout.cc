@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "mds/internal/layout_alloc.h"
+#include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
 #include "mds/pools.h"
 #include "mds/ops/ops.h"
@@ -75,10 +76,7 @@ Status LayoutIntent(Namespace& ns, const proto::LayoutIntentRequest& req,
   }
   std::lock_guard lock(ns.mutex());
   Txn txn(&ns);
-  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
-  if (!rec->is_reg()) {
-    return Status(Code::kInval, "inode " + std::to_string(req.ino()) + " is not a regular file");
-  }
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, RegularFile(txn, req.ino()));
   if (!RangeInstantiated(rec->layout, req.start(), req.end())) {
     bool through_open_handle = false;
     if (req.handle() != 0) {

@@ -12,6 +12,7 @@
 
 #include "mds/dom.h"
 #include "mds/internal/layout_alloc.h"
+#include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
 #include "mds/ops/ops.h"
 #include "mds/schema.h"
@@ -33,11 +34,7 @@ void FillVersion(const InodeRecord& rec, proto::MigrateReply* rep) {
 Status Migrate(Namespace& ns, const proto::MigrateRequest& req, proto::MigrateReply* rep) {
   std::lock_guard lock(ns.mutex());
   Txn txn(&ns);
-  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
-  if (!rec->is_reg()) {
-    return Status(Code::kInval, "inode " + std::to_string(req.ino()) + " is not a regular file");
-  }
-  STRIA_RETURN_IF_ERROR(CheckAccess(rec->attr, req.cred(), kMayWrite));
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, WritableFile(txn, req.ino(), req.cred()));
   bool writers = false;
   {
     // Lock order: the namespace mutex, then the open mutex.
@@ -91,12 +88,7 @@ Status Migrate(Namespace& ns, const proto::MigrateRequest& req, proto::MigrateRe
       return txn.Commit();
     case proto::MIGRATE_SWAP: {
       if (req.ino2() == req.ino()) return Status(Code::kInval, "swapping a file with itself");
-      STRIA_ASSIGN_OR_RETURN(InodeRecord * other, txn.Inode(req.ino2()));
-      if (!other->is_reg()) {
-        return Status(Code::kInval,
-                      "inode " + std::to_string(req.ino2()) + " is not a regular file");
-      }
-      STRIA_RETURN_IF_ERROR(CheckAccess(other->attr, req.cred(), kMayWrite));
+      STRIA_ASSIGN_OR_RETURN(InodeRecord * other, WritableFile(txn, req.ino2(), req.cred()));
       {
         std::lock_guard open_lock(ns.open_mutex());
         writers = writers || ns.HasWritersLocked(req.ino2());

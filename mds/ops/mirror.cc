@@ -42,10 +42,7 @@ Status MarkStale(Namespace& ns, MirrorResync* resync, const proto::MirrorRequest
   }
   std::lock_guard lock(ns.mutex());
   Txn txn(&ns);
-  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
-  if (!rec->is_reg()) {
-    return Status(Code::kInval, "inode " + std::to_string(req.ino()) + " is not a regular file");
-  }
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, RegularFile(txn, req.ino()));
   proto::Layout& l = rec->layout;
   if (!IsMirrored(l) || !HasMirror(l, req.mirror_id())) {
     return Status(Code::kInval, "inode " + std::to_string(req.ino()) + " has no mirror " +
@@ -106,11 +103,7 @@ void AsMirror(proto::Layout* l) {
 Status Extend(Namespace& ns, const proto::MirrorRequest& req, proto::MirrorReply* rep) {
   std::lock_guard lock(ns.mutex());
   Txn txn(&ns);
-  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
-  if (!rec->is_reg()) {
-    return Status(Code::kInval, "inode " + std::to_string(req.ino()) + " is not a regular file");
-  }
-  STRIA_RETURN_IF_ERROR(CheckAccess(rec->attr, req.cred(), kMayWrite));
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, WritableFile(txn, req.ino(), req.cred()));
   if (DomEnd(rec->layout) > 0) {
     return Status(Code::kNotSup, "mirroring a Data-on-MDT file is not supported");
   }
@@ -170,11 +163,7 @@ Status Split(Namespace& ns, const proto::MirrorRequest& req, proto::MirrorReply*
   if (!req.destroy()) STRIA_RETURN_IF_ERROR(ValidateName(req.new_name()));
   std::lock_guard lock(ns.mutex());
   Txn txn(&ns);
-  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
-  if (!rec->is_reg()) {
-    return Status(Code::kInval, "inode " + std::to_string(req.ino()) + " is not a regular file");
-  }
-  STRIA_RETURN_IF_ERROR(CheckAccess(rec->attr, req.cred(), kMayWrite));
+  STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, WritableFile(txn, req.ino(), req.cred()));
   {
     std::lock_guard open_lock(ns.open_mutex());
     if (ns.HasWritersLocked(req.ino())) return Status(Code::kBusy, "the file is open for writing");
