@@ -12,11 +12,11 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <random>
 #include <set>
 
 #include "client/internal/thread_pool.h"
 #include "proto/layout_mirrors.h"
+#include "tests/harness/test_util.h"
 
 namespace stria::client {
 namespace {
@@ -164,12 +164,7 @@ proto::Layout TwoMirrors() {
   return l;
 }
 
-std::vector<uint8_t> Pattern(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  std::mt19937_64 rng(seed);
-  for (auto& b : v) b = static_cast<uint8_t>(rng());
-  return v;
-}
+using stria::testing::Pattern;
 
 class MirrorIoTest : public ::testing::Test {
  protected:
