@@ -1,5 +1,6 @@
 #include "client/fuse/close_batcher.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "common/log.h"
@@ -49,15 +50,21 @@ CloseBatcher::Counters CloseBatcher::counters() const {
 }
 
 void CloseBatcher::SendPendingLocked(std::unique_lock<std::mutex>& lock) {
+  // At most kMaxBatch, oldest first: closes added while a batch was on the wire may have
+  // piled up beyond what one request may carry (the MDS refuses more than 1024).
   proto::CloseBatchRequest batch;
-  batch.Swap(&pending_);
-  const uint64_t upto = added_seq_;
-  flush_ = false;
-  sending_ = true;
+  const int n = std::min(pending_.closes_size(), static_cast<int>(kMaxBatch));
+  if (n == pending_.closes_size()) {
+    batch.Swap(&pending_);
+  } else {
+    for (int i = 0; i < n; ++i) batch.add_closes()->Swap(pending_.mutable_closes(i));
+    pending_.mutable_closes()->DeleteSubrange(0, n);
+  }
+  const uint64_t upto = sent_seq_ + static_cast<uint64_t>(n);
+  if (pending_.closes_size() == 0) flush_ = false;  // a flush waits for the rest otherwise
   lock.unlock();
   Result<proto::CloseBatchReply> rep = send_(batch);
   lock.lock();
-  sending_ = false;
   ++counters_.batches;
   if (!rep.ok()) {
     // The handles stay open at the MDS until it evicts this client; nothing is lost.

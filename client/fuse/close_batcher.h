@@ -32,7 +32,7 @@ namespace stria::client {
 
 class CloseBatcher {
  public:
-  static constexpr size_t kMaxBatch = 256;
+  static constexpr size_t kMaxBatch = 256;  // closes per request (the MDS takes up to 1024)
 
   // send: one OP_MDS_CLOSE_BATCH (Metadata::CloseBatch), from the batcher's thread. gather:
   // how long the first close of a batch waits for others (the mount's close_gather_ms).
@@ -67,7 +67,6 @@ class CloseBatcher {
   proto::CloseBatchRequest pending_;  // GUARDED_BY(mu_)
   uint64_t added_seq_ = 0;            // GUARDED_BY(mu_): closes ever added
   uint64_t sent_seq_ = 0;             // GUARDED_BY(mu_): closes ever sent
-  bool sending_ = false;              // GUARDED_BY(mu_): a batch is on the wire
   bool flush_ = false;                // GUARDED_BY(mu_)
   bool stop_ = false;                 // GUARDED_BY(mu_)
   Counters counters_;                 // GUARDED_BY(mu_)
