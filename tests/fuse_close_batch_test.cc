@@ -3,7 +3,8 @@
 // that nothing goes by the clock: the closes wait; an unlinked file whose close waits is gone
 // from the namespace at once; `lfs migrate` of a file just written and closed succeeds, the
 // MDS having asked the mount (lease callback, flush_closes) for its gathered closes rather
-// than answering EBUSY; an unmount sends what is left.
+// than answering EBUSY; a read's atime waits with its close, and a setattr sends it first;
+// an unmount sends what is left.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -87,6 +88,47 @@ TEST_F(CloseBatchTest, ClosesThatReportNothingWaitAndGoTogether) {
   struct stat st {};
   EXPECT_EQ(lstat(P("many/f1").c_str(), &st), -1);
   EXPECT_EQ(errno, ENOENT);
+}
+
+// The MDS's atime of `rel` (what every other client sees), through libstria.
+int64_t MdsAtimeNs(const std::string& rel) {
+  Result<proto::EntryReply> e = Resolve(*g_client, "/" + rel);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? e->attr().atime_ns() : -1;
+}
+
+TEST_F(CloseBatchTest, AReadsAtimeWaitsWithItsCloseAndASetattrSendsItFirst) {
+  const std::vector<uint8_t> data = Pattern(50'000, 3);
+  ASSERT_EQ(WriteFile(P("at"), data), 0);
+  // An atime long past: the next read is due an update (relatime).
+  const timespec old_times[2] = {{1'000'000'000, 0}, {0, UTIME_OMIT}};
+  ASSERT_EQ(utimensat(AT_FDCWD, P("at").c_str(), old_times, 0), 0) << strerror(errno);
+  ASSERT_EQ(MdsAtimeNs("at"), 1'000'000'000'000'000'000);
+  const uint64_t gathered0 = Gathered(), mds0 = MdsCloses();
+  const time_t before = time(nullptr);
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("at"), &got), 0);
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(Gathered() - gathered0, 1u) << "the close with the read's atime was gathered";
+  EXPECT_EQ(MdsCloses(), mds0) << "and has not reached the MDS";
+  EXPECT_EQ(MdsAtimeNs("at"), 1'000'000'000'000'000'000);
+  struct stat st {};
+  ASSERT_EQ(stat(P("at").c_str(), &st), 0);
+  EXPECT_GE(st.st_atime, before) << "this mount shows the read's atime meanwhile";
+
+  // An atime set after the read wins: the setattr sends the gathered close first.
+  const timespec set_times[2] = {{1'200'000'000, 0}, {0, UTIME_OMIT}};
+  ASSERT_EQ(utimensat(AT_FDCWD, P("at").c_str(), set_times, 0), 0) << strerror(errno);
+  EXPECT_GT(MdsCloses(), mds0) << "the setattr sent the gathered close";
+  EXPECT_EQ(MdsAtimeNs("at"), 1'200'000'000'000'000'000);
+  ASSERT_EQ(stat(P("at").c_str(), &st), 0);
+  EXPECT_EQ(st.st_atime, 1'200'000'000) << "not the read's atime any more";
+  // Nothing gathered before the setattr lands after it (an unmount sends what is left).
+  Status unmounted = g_cluster->Unmount(0);
+  ASSERT_TRUE(unmounted.ok()) << unmounted.ToString();
+  EXPECT_EQ(MdsAtimeNs("at"), 1'200'000'000'000'000'000);
+  Status mounted = g_cluster->Mount(0);
+  ASSERT_TRUE(mounted.ok()) << mounted.ToString();
 }
 
 TEST_F(CloseBatchTest, MigrateRightAfterCloseDoesNotFindAWriter) {

@@ -249,16 +249,27 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   // file may be answered and not yet durable).
   if (!close && !dirty && !atime_due && !sync) return Status::Ok();
   if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
-  // A close that reports nothing only drops the handle: it goes with others a few
-  // milliseconds later (close_batcher.h). A handle open for writing only while this mount's
-  // leases work: an MDS that finds it still open where a writer refuses an operation asks
-  // the mount, through the lease callback, to send its gathered closes first.
-  if (close && !dirty && !atime_due && options_.close_gather_ms > 0 &&
+  // A close that reports no write only drops the handle, and at most sets the atime of a
+  // read (relatime): it goes with others a few milliseconds later (close_batcher.h). Until
+  // then GETATTR shows the read's atime from unreported_atime_ns, which the batch's reply
+  // clears; a setattr of this inode sends the gathered closes first, so that an atime set
+  // after the read (touch -a, tar and rsync restoring atimes) is not overwritten by it. A
+  // handle open for writing only while this mount's leases work: an MDS that finds it still
+  // open where a writer refuses an operation asks the mount, through the lease callback, to
+  // send its gathered closes first.
+  if (close && !dirty && options_.close_gather_ms > 0 &&
       (!fh->writable || (leases_ != nullptr && leases_->enabled()))) {
     proto::CloseRequest c;
     *c.mutable_cred() = req != nullptr ? Cred(req) : fh->cred;
     c.set_ino(fh->inode->ino);
     c.set_handle(fh->mds_handle);
+    if (atime_due) {
+      int64_t cur = fh->inode->unreported_atime_ns.load();
+      while (cur < read_ns &&
+             !fh->inode->unreported_atime_ns.compare_exchange_weak(cur, read_ns)) {
+      }
+      c.set_atime_ns(read_ns);
+    }
     closes_.Add(std::move(c));
     if (mds_session_ != nullptr) mds_session_->Closed(fh->mds_handle);
     return Status::Ok();

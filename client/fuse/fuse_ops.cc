@@ -186,10 +186,28 @@ Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layo
   return Status::Ok();
 }
 
+Result<proto::CloseBatchReply> StriaFs::SendCloses(const proto::CloseBatchRequest& batch) {
+  Result<proto::CloseBatchReply> rep = md_.CloseBatch(batch);
+  if (!rep.ok() || rep->failed() > 0) return rep;  // unreported atimes stay shown (a max)
+  for (const proto::CloseRequest& c : batch.closes()) {
+    if (c.atime_ns() <= 0) continue;
+    if (std::shared_ptr<Inode> inode = inodes_.Get(c.ino())) {
+      int64_t cur = c.atime_ns();
+      inode->unreported_atime_ns.compare_exchange_strong(cur, 0);
+    }
+  }
+  return rep;
+}
+
 Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
                           FileHandle* fh, struct stat* out) {
   LliteOp counted(&llite_, kLlSetattr);
   dir_attrs_.Drop(ino);
+  // A read's atime waiting in a gathered close goes first: it must not land after this.
+  if (std::shared_ptr<Inode> inode = inodes_.Get(ino);
+      inode != nullptr && inode->unreported_atime_ns.load() != 0) {
+    closes_.Flush();
+  }
   proto::SetattrRequest sr;
   *sr.mutable_cred() = Cred(req);
   sr.set_ino(ino);

@@ -175,6 +175,9 @@ class StriaFs {
   // closes the MDS open handle; sync=true (fsync, O_SYNC) makes the MDS sync it before the
   // reply, else it is durable with the MDS's next sync (as the data with the OSTs').
   Status ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync);
+  // Sends gathered closes (the CloseBatcher's thread); once the MDS did them all, the atimes
+  // they carried are no longer shown from the inodes' unreported_atime_ns.
+  Result<proto::CloseBatchReply> SendCloses(const proto::CloseBatchRequest& batch);
   // The layout to write [offset, end) of fh's file with: the one held, or, when the range
   // reaches components without objects (PFL), the one the MDS returns after instantiating
   // them (OP_MDS_LAYOUT_INTENT through fh's MDS handle).
@@ -217,7 +220,7 @@ class StriaFs {
   DirAttrCache dir_attrs_{std::chrono::milliseconds(static_cast<int64_t>(options_.attr_timeout_s * 1000))};
   // Closes that report nothing, sent together (close_batcher.h).
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
-                      [this](const proto::CloseBatchRequest& r) { return md_.CloseBatch(r); }};
+                      [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};
   // Runs write-behind (client/fuse/write_behind.h); declared last so it is joined first.
   internal::ThreadPool write_pool_{4};
 };
