@@ -111,29 +111,45 @@ Status SyncWrite(int fd, std::span<const uint8_t> data, uint64_t offset) {
 
 // ---- io_uring ----
 
-// One chunk of a split request.
+// One contiguous range of one request: [base, base+len) at `offset` of `fd`. For reads,
+// *contiguous gets the bytes read from its start before the first end of file.
+struct Extent {
+  int fd = -1;
+  uint8_t* base = nullptr;
+  size_t len = 0;
+  uint64_t offset = 0;
+  size_t* contiguous = nullptr;
+};
+
+// One chunk of a split extent.
 struct Piece {
-  size_t buf_off = 0;  // offset of the chunk inside the caller's buffer
+  size_t extent = 0;   // which extent
+  size_t buf_off = 0;  // offset of the chunk inside the extent's buffer
   size_t len = 0;
   size_t done = 0;
 };
 
-// Runs a read or write of [base, base+len) at `offset` as chunks through the ring. For reads,
-// *contiguous gets the bytes read from the start before the first end of file.
-Status RingRw(Ring& r, bool write, int fd, uint8_t* base, size_t len, uint64_t offset,
-              size_t* contiguous) {
+// Runs reads or writes of `extents` as chunks through the ring, all submitted together (up to
+// the queue depth), so that their disk I/O runs at once.
+Status RingRw(Ring& r, bool write, std::span<const Extent> extents) {
   io_uring* ring = r.get();
-  const size_t n = (len + UringIo::kChunkBytes - 1) / UringIo::kChunkBytes;
-  std::vector<Piece> pieces(n);
-  for (size_t i = 0; i < n; ++i) {
-    pieces[i].buf_off = i * UringIo::kChunkBytes;
-    pieces[i].len = std::min(UringIo::kChunkBytes, len - pieces[i].buf_off);
+  std::vector<Piece> pieces;
+  std::vector<size_t> first_piece(extents.size() + 1);  // extent e: [first_piece[e], [e+1])
+  for (size_t e = 0; e < extents.size(); ++e) {
+    first_piece[e] = pieces.size();
+    for (size_t off = 0; off < extents[e].len; off += UringIo::kChunkBytes) {
+      pieces.push_back(Piece{e, off, std::min(UringIo::kChunkBytes, extents[e].len - off), 0});
+    }
   }
+  first_piece[extents.size()] = pieces.size();
+  const size_t n = pieces.size();
   std::vector<size_t> pending;  // pieces to (re)submit, in submission order (stack)
   pending.reserve(n);
   for (size_t i = n; i-- > 0;) pending.push_back(i);
 
-  size_t eof_at = n;  // first piece that hit end of file (reads)
+  // Per extent, the first piece that hit end of file (reads): later ones read nothing.
+  std::vector<size_t> eof_at(extents.size());
+  for (size_t e = 0; e < extents.size(); ++e) eof_at[e] = first_piece[e + 1];
   unsigned inflight = 0;
   Status first_error;
   bool broken = false;
@@ -145,20 +161,21 @@ Status RingRw(Ring& r, bool write, int fd, uint8_t* base, size_t len, uint64_t o
            inflight + prepared < UringIo::kQueueDepth) {
       const size_t i = pending.back();
       pending.pop_back();
-      if (i >= eof_at) continue;  // beyond end of file: nothing to read
+      Piece& p = pieces[i];
+      if (i >= eof_at[p.extent]) continue;  // beyond end of file: nothing to read
       io_uring_sqe* sqe = io_uring_get_sqe(ring);
       if (sqe == nullptr) {
         pending.push_back(i);
         break;
       }
-      Piece& p = pieces[i];
-      uint8_t* addr = base + p.buf_off + p.done;
+      const Extent& x = extents[p.extent];
+      uint8_t* addr = x.base + p.buf_off + p.done;
       const unsigned nbytes = static_cast<unsigned>(p.len - p.done);
-      const uint64_t at = offset + p.buf_off + p.done;
+      const uint64_t at = x.offset + p.buf_off + p.done;
       if (write) {
-        io_uring_prep_write(sqe, fd, addr, nbytes, at);
+        io_uring_prep_write(sqe, x.fd, addr, nbytes, at);
       } else {
-        io_uring_prep_read(sqe, fd, addr, nbytes, at);
+        io_uring_prep_read(sqe, x.fd, addr, nbytes, at);
       }
       io_uring_sqe_set_data64(sqe, i);
       ++prepared;
@@ -177,7 +194,8 @@ Status RingRw(Ring& r, bool write, int fd, uint8_t* base, size_t len, uint64_t o
       }
     }
     if (inflight == 0) {
-      if (first_error.ok() && !broken && !pending.empty() && pending.back() < eof_at) {
+      if (first_error.ok() && !broken && !pending.empty() &&
+          pending.back() < eof_at[pieces[pending.back()].extent]) {
         first_error = Status(Code::kInternal, "io_uring has no free submission entry");
       }
       break;
@@ -204,7 +222,7 @@ Status RingRw(Ring& r, bool write, int fd, uint8_t* base, size_t len, uint64_t o
       if (write) {
         if (first_error.ok()) first_error = Status(Code::kIO, "write made no progress");
       } else {
-        eof_at = std::min(eof_at, static_cast<size_t>(idx));
+        eof_at[p.extent] = std::min(eof_at[p.extent], static_cast<size_t>(idx));
       }
     } else {
       p.done += static_cast<size_t>(res);
@@ -214,13 +232,14 @@ Status RingRw(Ring& r, bool write, int fd, uint8_t* base, size_t len, uint64_t o
   if (broken) r.Break();
   if (!first_error.ok()) return first_error;
   if (broken) return Status(Code::kIO, "io_uring submit left requests behind");
-  if (contiguous != nullptr) {
+  for (size_t e = 0; e < extents.size(); ++e) {
+    if (extents[e].contiguous == nullptr) continue;
     size_t total = 0;
-    for (size_t i = 0; i < n; ++i) {
+    for (size_t i = first_piece[e]; i < first_piece[e + 1]; ++i) {
       total += pieces[i].done;
       if (pieces[i].done < pieces[i].len) break;
     }
-    *contiguous = total;
+    *extents[e].contiguous = total;
   }
   return Status::Ok();
 }
@@ -258,12 +277,26 @@ Result<int> RingOne(Ring& r, Prep prep) {
 }  // namespace
 
 Result<size_t> UringIo::ReadAt(int fd, std::span<uint8_t> buf, uint64_t offset) {
-  if (buf.empty()) return size_t{0};
+  ReadRange range{fd, buf, offset};
+  STRIA_RETURN_IF_ERROR(ReadAll(std::span(&range, 1)));
+  return range.got;
+}
+
+Status UringIo::ReadAll(std::span<ReadRange> ranges) {
   Ring& r = ThisRing();
-  if (!r.ok()) return SyncRead(fd, buf, offset);
-  size_t got = 0;
-  STRIA_RETURN_IF_ERROR(RingRw(r, false, fd, buf.data(), buf.size(), offset, &got));
-  return got;
+  std::vector<Extent> extents;
+  extents.reserve(ranges.size());
+  for (ReadRange& x : ranges) {
+    x.got = 0;
+    if (x.buf.empty()) continue;
+    if (!r.ok()) {
+      STRIA_ASSIGN_OR_RETURN(x.got, SyncRead(x.fd, x.buf, x.offset));
+      continue;
+    }
+    extents.push_back(Extent{x.fd, x.buf.data(), x.buf.size(), x.offset, &x.got});
+  }
+  if (extents.empty()) return Status::Ok();
+  return RingRw(r, false, extents);
 }
 
 Status UringIo::WriteAt(int fd, std::span<const uint8_t> data, uint64_t offset) {
@@ -271,7 +304,8 @@ Status UringIo::WriteAt(int fd, std::span<const uint8_t> data, uint64_t offset) 
   Ring& r = ThisRing();
   if (!r.ok()) return SyncWrite(fd, data, offset);
   // The ring API takes a non-const pointer for both directions; a write never modifies it.
-  return RingRw(r, true, fd, const_cast<uint8_t*>(data.data()), data.size(), offset, nullptr);
+  const Extent x{fd, const_cast<uint8_t*>(data.data()), data.size(), offset, nullptr};
+  return RingRw(r, true, std::span(&x, 1));
 }
 
 Status UringIo::Sync(int fd, bool datasync) {

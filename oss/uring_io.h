@@ -30,6 +30,17 @@ class UringIo {
   // Reads up to buf.size() bytes at `offset`; returns how many were read before end of file.
   static Result<size_t> ReadAt(int fd, std::span<uint8_t> buf, uint64_t offset);
 
+  // Several reads (of one file or several) submitted together, so that their disk I/O runs
+  // at once: an object's bytes and its checksums cost one wait, not two in a row. Each
+  // range's `got` is set as ReadAt would return it; the first error fails the call.
+  struct ReadRange {
+    int fd = -1;
+    std::span<uint8_t> buf;
+    uint64_t offset = 0;
+    size_t got = 0;  // out
+  };
+  static Status ReadAll(std::span<ReadRange> ranges);
+
   // Writes all of data at `offset`.
   static Status WriteAt(int fd, std::span<const uint8_t> data, uint64_t offset);
 

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "oss/internal/test_util.h"
 
 namespace stria::oss {
@@ -48,6 +50,32 @@ TEST_F(UringIoTest, ReadPastEndIsEmpty) {
   auto n = UringIo::ReadAt(fd_, back, 1000);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, 0u);
+}
+
+TEST_F(UringIoTest, ReadAllReadsSeveralFilesInOneGoEachToItsEnd) {
+  // Two files: one of 2.5 MiB read in full from an offset (three chunks), one of 100 bytes
+  // read past its end, and an empty range; each gets its own count.
+  const int fd2 = open((dir_.path() + "/g").c_str(), O_RDWR | O_CREAT, 0644);
+  ASSERT_GE(fd2, 0);
+  const size_t big = 2 * UringIo::kChunkBytes + UringIo::kChunkBytes / 2;
+  auto a = Pattern(big, 0, 3);
+  auto b = Pattern(100, 0, 4);
+  ASSERT_TRUE(UringIo::WriteAt(fd_, a, 0).ok());
+  ASSERT_TRUE(UringIo::WriteAt(fd2, b, 0).ok());
+  std::vector<uint8_t> ra(big - 7, 0xAA), rb(4096, 0xAA);
+  UringIo::ReadRange ranges[3] = {{fd_, ra, 7}, {fd2, rb, 10}, {fd2, {}, 0, 99}};
+  Status st = UringIo::ReadAll(ranges);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(ranges[0].got, big - 7);
+  EXPECT_TRUE(std::equal(ra.begin(), ra.end(), a.begin() + 7));
+  EXPECT_EQ(ranges[1].got, 90u);
+  EXPECT_TRUE(std::equal(rb.begin(), rb.begin() + 90, b.begin() + 10));
+  EXPECT_EQ(rb[90], 0xAA) << "nothing written past the end of file";
+  EXPECT_EQ(ranges[2].got, 0u);
+  // One bad descriptor fails the whole call.
+  UringIo::ReadRange bad[2] = {{fd_, ra, 0}, {-1, rb, 0}};
+  EXPECT_EQ(UringIo::ReadAll(bad).code(), Code::kBadF);
+  close(fd2);
 }
 
 TEST_F(UringIoTest, ReadFromWriteOnlyDescriptorIsAnError) {
