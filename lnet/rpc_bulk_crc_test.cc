@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -21,57 +22,19 @@
 #include "lnet/rpc_client.h"
 #include "lnet/rpc_server.h"
 #include "lnet/socket.h"
+#include "lnet/test_frames.h"
 #include "proto/stria.pb.h"
 
 namespace stria::lnet {
 namespace {
 
-Nid Loopback(uint16_t port) {
-  Nid n;
-  n.addr = "127.0.0.1";
-  n.port = port;
-  return n;
-}
-
-Clock::time_point Soon() { return Clock::now() + std::chrono::seconds(5); }
+using testing::Frame;
+using testing::Loopback;
+using testing::RecvFrame;
+using testing::SendFrame;
+using testing::Soon;
 
 uint8_t PatternByte(size_t i) { return static_cast<uint8_t>(i * 31 + 7); }
-
-// Sends one frame; `bulk_crc_flip` is xor-ed into the bulk's true crc (0: a correct frame).
-Status SendFrame(int fd, FrameHeader h, const std::string& body, const std::vector<uint8_t>& bulk,
-                 uint32_t bulk_crc_flip = 0) {
-  h.body_len = static_cast<uint32_t>(body.size());
-  h.body_crc = Crc32c(body.data(), body.size());
-  h.bulk_len = bulk.size();
-  if (!bulk.empty()) {
-    h.flags |= kFlagBulkCrc;
-    h.bulk_crc = Crc32c(bulk.data(), bulk.size()) ^ bulk_crc_flip;
-  }
-  uint8_t hdr[kFrameHeaderSize];
-  EncodeHeader(h, hdr);
-  iovec iov[3] = {{hdr, sizeof hdr},
-                  {const_cast<char*>(body.data()), body.size()},
-                  {const_cast<uint8_t*>(bulk.data()), bulk.size()}};
-  return SendAll(fd, iov, bulk.empty() ? 2 : 3, Soon());
-}
-
-struct Frame {
-  FrameHeader h;
-  std::string body;
-  std::vector<uint8_t> bulk;
-};
-
-Result<Frame> RecvFrame(int fd) {
-  uint8_t hdr[kFrameHeaderSize];
-  STRIA_RETURN_IF_ERROR(RecvAll(fd, hdr, sizeof hdr, Soon()));
-  Frame f;
-  STRIA_ASSIGN_OR_RETURN(f.h, DecodeHeader(hdr, FrameLimits{}));
-  f.body.resize(f.h.body_len);
-  STRIA_RETURN_IF_ERROR(RecvAll(fd, f.body.data(), f.body.size(), Soon()));
-  f.bulk.resize(f.h.bulk_len);
-  STRIA_RETURN_IF_ERROR(RecvAll(fd, f.bulk.data(), f.bulk.size(), Soon()));
-  return f;
-}
 
 // A stand-in OSS speaking raw frames, so it can do what a real server never does: its first
 // READ reply carries a bulk that fails its crc, and its first WRITE is refused with
@@ -210,6 +173,51 @@ TEST(RpcBulkCrcTest, WriteRefusedForItsBulkChecksumIsResentWithTheSameXid) {
   const std::vector<uint64_t> xids = peer.Xids(proto::OP_OST_WRITE);
   ASSERT_EQ(xids.size(), 2u);
   EXPECT_EQ(xids[0], xids[1]);
+}
+
+TEST(RpcBulkCrcTest, AHandlerThatVerifiesItsBulkGetsItUncheckedWithTheExpectedCrc) {
+  ServerOptions so;
+  so.name = "crc-test";
+  so.worker_threads = 2;
+  RpcServer server(so);
+  std::mutex mu;
+  std::vector<std::optional<uint32_t>> seen;  // bulk_in_crc of each request handled
+  server.Register<proto::OstIoRequest, proto::OstIoReply>(
+      proto::OP_OST_WRITE, [&](RpcContext& ctx, const proto::OstIoRequest&, proto::OstIoReply*) {
+        std::lock_guard lock(mu);
+        seen.push_back(ctx.bulk_in_crc);
+        return Status::Ok();
+      });
+  server.HandlerVerifiesBulk(proto::OP_OST_WRITE);
+  ASSERT_TRUE(server.Start(Loopback(0)).ok());
+  Result<int> fd = TcpConnect(Loopback(server.port()), 1000);
+  ASSERT_TRUE(fd.ok());
+  proto::ConnectRequest conn;
+  conn.set_version(kWireVersion);
+  std::string body;
+  conn.SerializeToString(&body);
+  FrameHeader h;
+  h.opcode = proto::OP_CONNECT;
+  h.xid = 1;
+  ASSERT_TRUE(SendFrame(*fd, h, body, {}).ok());
+  ASSERT_TRUE(RecvFrame(*fd).ok());
+
+  proto::OstIoRequest req;
+  std::vector<uint8_t> bulk(5000, 0xAB);
+  req.set_length(bulk.size());
+  req.SerializeToString(&body);
+  h.opcode = proto::OP_OST_WRITE;
+  h.xid = 2;
+  ASSERT_TRUE(SendFrame(*fd, h, body, bulk, /*bulk_crc_flip=*/0x100).ok());
+  Result<Frame> reply = RecvFrame(*fd);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->h.status, 0) << "left to the handler";
+  std::lock_guard lock(mu);
+  ASSERT_EQ(seen.size(), 1u);
+  ASSERT_TRUE(seen[0].has_value());
+  EXPECT_EQ(*seen[0], Crc32c(bulk.data(), bulk.size()) ^ 0x100) << "the crc the frame carried";
+  close(*fd);
+  server.Stop();
 }
 
 TEST(RpcBulkCrcTest, ServerRefusesACorruptRequestBulkBeforeTheHandler) {

@@ -84,7 +84,8 @@ FrameHeader ReplyHeader(const FrameHeader& request, const Status& st, std::strin
   h.bulk_len = bulk_out->size();
   if (h.bulk_len) {
     h.flags |= kFlagBulkCrc;
-    h.bulk_crc = Crc32c(bulk_out->data(), bulk_out->size());
+    h.bulk_crc = ctx->bulk_out_crc ? *ctx->bulk_out_crc
+                                   : Crc32c(bulk_out->data(), bulk_out->size());
   }
   return h;
 }
@@ -101,6 +102,7 @@ class RpcServer::Impl : public RequestHandler {
   ~Impl() override { Stop(); }
 
   void Register(uint16_t opcode, RawHandler h) { handlers_[opcode] = std::move(h); }
+  void HandlerVerifiesBulk(uint16_t opcode) { self_verified_.insert(opcode); }
 
   Status Start(const Nid& listen) {
     STRIA_ASSIGN_OR_RETURN(lnd_, ResolveLnd(listen));
@@ -353,11 +355,14 @@ class RpcServer::Impl : public RequestHandler {
       ((h.flags & kFlagBulkCrc) ? bulk_checked_ : bulk_unchecked_)
           .fetch_add(1, std::memory_order_relaxed);
     }
-    if (h.bulk_len > 0 && (h.flags & kFlagBulkCrc) &&
-        Crc32c(bulk.data(), bulk.size()) != h.bulk_crc) {
-      Status st(Code::kChecksum, "request bulk checksum mismatch from " + s.peer);
-      LOG_WARN("{}: {}", options_.name, st.message());
-      return st;
+    if (h.bulk_len > 0 && (h.flags & kFlagBulkCrc)) {
+      if (self_verified_.count(h.opcode) > 0) {
+        ctx->bulk_in_crc = h.bulk_crc;  // the handler checks it (HandlerVerifiesBulk)
+      } else if (Crc32c(bulk.data(), bulk.size()) != h.bulk_crc) {
+        Status st(Code::kChecksum, "request bulk checksum mismatch from " + s.peer);
+        LOG_WARN("{}: {}", options_.name, st.message());
+        return st;
+      }
     }
     ctx->peer = s.peer;
     ctx->lnd = s.lnd;
@@ -542,6 +547,7 @@ class RpcServer::Impl : public RequestHandler {
 
   const ServerOptions options_;
   std::unordered_map<uint16_t, RawHandler> handlers_;  // written only before Start()
+  std::unordered_set<uint16_t> self_verified_;         // written only before Start()
   const std::unordered_set<uint16_t> cached_opcodes_;
   const uint64_t instance_;
   ReplyCache reply_cache_;
@@ -572,6 +578,7 @@ RpcServer::~RpcServer() = default;
 void RpcServer::RegisterRaw(uint16_t opcode, RawHandler handler) {
   impl_->Register(opcode, std::move(handler));
 }
+void RpcServer::HandlerVerifiesBulk(uint16_t opcode) { impl_->HandlerVerifiesBulk(opcode); }
 Status RpcServer::Start(const Nid& listen) { return impl_->Start(listen); }
 uint16_t RpcServer::port() const { return impl_->port(); }
 

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -70,8 +71,16 @@ struct RpcContext {
   uint64_t xid = 0;
   uint16_t opcode = 0;
   std::span<const uint8_t> bulk_in;       // request bulk; valid only during the handler
+  // Set only for an opcode registered with HandlerVerifiesBulk whose request came with a
+  // bulk checksum: the server has not checked bulk_in, the handler must, against this
+  // value, before using a byte of it (kChecksum when it differs).
+  std::optional<uint32_t> bulk_in_crc;
   Buffer bulk_out;                        // reply bulk: the handler allocates and fills it;
                                           // its size() is what is sent (Buffer::Shrink)
+  // The crc32c of bulk_out's bytes, when the handler knows it without another pass over
+  // them (the OSS folds the sums of the 4 KiB chunks it verified, Crc32cCombine); unset, the
+  // server computes it.
+  std::optional<uint32_t> bulk_out_crc;
   // A request replayed after a restart (kFlagReplay), and the transno its first reply had.
   bool replay = false;
   uint64_t replay_transno = 0;
@@ -94,6 +103,11 @@ class RpcServer {
   RpcServer& operator=(const RpcServer&) = delete;
 
   void RegisterRaw(uint16_t opcode, RawHandler handler);
+
+  // Requests of `opcode` reach the handler with their bulk unchecked and its expected crc32c
+  // in RpcContext::bulk_in_crc: for a handler that sums the bytes anyway (the OSS's chunk
+  // sums of a write) and so checks them without a pass of the server's own. Before Start().
+  void HandlerVerifiesBulk(uint16_t opcode);
 
   // Typed registration: the body is parsed as Req (kProtocol if it does not parse) and the
   // reply serialized from Rep.

@@ -155,7 +155,8 @@ Result<uint64_t> FileSize(int fd) {
 }  // namespace
 
 Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset,
-                                    std::span<const uint8_t> data, bool sync) {
+                                    std::span<const uint8_t> data, bool sync,
+                                    const uint32_t* expected_crc) {
   STRIA_RETURN_IF_ERROR(CheckRange(offset, data.size()));
   if (data.empty()) {  // nothing to store: no object is created for it
     STRIA_ASSIGN_OR_RETURN(ObjectAttr attr, Getattr(group, id));
@@ -172,10 +173,12 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
     const bool direct =
         aligned && options_.direct_writes && data.size() >= options_.direct_min_bytes;
     const int direct_fd = direct ? file->direct_fd() : -1;
-    Status st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data, direct_fd);
+    Status st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data, direct_fd,
+                                           expected_crc);
     if (st.code() == Code::kInval && direct_fd >= 0) {
       // The device wants a larger alignment than 4 KiB: this write goes buffered.
-      st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data);
+      st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data, -1,
+                                      expected_crc);
     }
     if (!st.ok()) return NameCorruption(st, group, id);
   }
@@ -194,8 +197,10 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
 }
 
 Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
-                                 std::span<uint8_t> buf, uint64_t* object_size, bool* missing) {
+                                 std::span<uint8_t> buf, uint64_t* object_size, bool* missing,
+                                 uint32_t* crc) {
   *object_size = 0;
+  if (crc != nullptr) *crc = 0;  // the crc32c of no bytes
   if (missing != nullptr) *missing = false;
   STRIA_RETURN_IF_ERROR(CheckRange(offset, buf.size()));
   // The regions are locked before the size is read: a write elsewhere may grow the object
@@ -214,7 +219,7 @@ Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
   if (offset >= size) return size_t{0};
   const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
   Status st = internal::ReadVerified((*file)->fd(), (*file)->crc_fd(), offset, buf.first(want),
-                                     size);
+                                     size, crc);
   if (!st.ok()) return NameCorruption(st, group, id);
   return want;
 }

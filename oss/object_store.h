@@ -99,15 +99,19 @@ class ObjectStore {
   const std::string& dir() const { return dir_; }
 
   // Writes data at offset (creating the object); fdatasync first when sync. Returns the
-  // object's size afterwards.
+  // object's size afterwards. With expected_crc (the request's bulk checksum, which lnet
+  // left to this write), data is checked against it from the chunk sums, before anything
+  // is written: kChecksum when it differs.
   Result<uint64_t> Write(uint64_t group, uint64_t id, uint64_t offset,
-                         std::span<const uint8_t> data, bool sync);
+                         std::span<const uint8_t> data, bool sync,
+                         const uint32_t* expected_crc = nullptr);
 
   // Reads up to buf.size() bytes at offset; returns how many exist below the object's size
   // (holes read as zeros). *object_size gets the size (0 for a missing object); *missing
-  // (when given) whether the object does not exist at all.
+  // (when given) whether the object does not exist at all. *crc (when given) gets the
+  // crc32c of the bytes returned, folded from the chunk sums the read verified.
   Result<size_t> Read(uint64_t group, uint64_t id, uint64_t offset, std::span<uint8_t> buf,
-                      uint64_t* object_size, bool* missing = nullptr);
+                      uint64_t* object_size, bool* missing = nullptr, uint32_t* crc = nullptr);
 
   // Frees [offset, offset+length) keeping the size; a missing object stays missing. Returns
   // the object's size.

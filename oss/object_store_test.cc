@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/crc32c.h"
 #include "common/layout.h"
 #include "lnet/buffer.h"
 #include "oss/internal/test_util.h"
@@ -402,6 +403,60 @@ void ExpectVerifiedContent(ObjectStore& s, uint64_t id, const std::vector<uint8_
 void ApplyWrite(std::vector<uint8_t>* model, uint64_t off, const std::vector<uint8_t>& data) {
   if (model->size() < off + data.size()) model->resize(off + data.size(), 0);
   std::copy(data.begin(), data.end(), model->begin() + static_cast<ptrdiff_t>(off));
+}
+
+TEST(ObjectChecksumTest, AReadsCrcIsTheSumOfTheBytesItReturns) {
+  // Folded from the chunk sums (whole chunks, a short last chunk at the object's end, edges
+  // summed directly, a hole with no sums): always the crc32c of exactly the bytes returned.
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  const uint64_t size = 20 * kChunk + 123;
+  ASSERT_TRUE(s->Write(0, 9, 0, Pattern(8 * kChunk, 0, 5), false).ok());
+  ASSERT_TRUE(s->Write(0, 9, 12 * kChunk, Pattern(size - 12 * kChunk, 12 * kChunk, 6), false)
+                  .ok());  // [8, 12) chunks: a hole
+  struct Case {
+    uint64_t off;
+    size_t len;
+  };
+  for (const Case c : {Case{0, 4 * kChunk}, Case{0, 64 * kChunk}, Case{100, 3 * kChunk},
+                       Case{kChunk - 1, 2}, Case{7 * kChunk + 5, 6 * kChunk},
+                       Case{19 * kChunk + 7, 5000}, Case{size - 1, 10}, Case{size, 10}}) {
+    std::vector<uint8_t> buf(c.len);
+    uint64_t object_size = 0;
+    uint32_t crc = 0xdeadbeef;
+    auto n = s->Read(0, 9, c.off, buf, &object_size, nullptr, &crc);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    EXPECT_EQ(crc, Crc32c(buf.data(), *n)) << "read of " << c.len << " at " << c.off;
+  }
+}
+
+TEST(ObjectChecksumTest, AWriteCheckedAgainstItsWireCrcWritesNothingWhenItDiffers) {
+  // The bulk checksum lnet leaves to the write (expected_crc), folded from the chunk sums:
+  // aligned, unaligned at both ends, inside one chunk, and a short tail at the new end.
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  std::vector<uint8_t> model = Pattern(6 * kChunk, 0, 7);
+  ASSERT_TRUE(s->Write(0, 4, 0, model, false).ok());
+  struct Case {
+    uint64_t off;
+    size_t len;
+  };
+  uint8_t seed = 20;
+  for (const Case c : {Case{kChunk, 2 * kChunk}, Case{100, 3 * kChunk}, Case{kChunk + 5, 40},
+                       Case{5 * kChunk + 9, 3 * kChunk + 77}}) {
+    auto data = Pattern(c.len, c.off, ++seed);
+    const uint32_t good = Crc32c(data.data(), data.size());
+    const uint32_t bad = good ^ 0x400;
+    auto refused = s->Write(0, 4, c.off, data, false, &bad);
+    EXPECT_EQ(refused.status().code(), Code::kChecksum) << "at " << c.off;
+    ExpectVerifiedContent(*s, 4, model);  // nothing of it written
+    auto written = s->Write(0, 4, c.off, data, false, &good);
+    ASSERT_TRUE(written.ok()) << written.status().ToString();
+    ApplyWrite(&model, c.off, data);
+    ExpectVerifiedContent(*s, 4, model);
+  }
 }
 
 TEST(ObjectChecksumTest, FlippedBitReadsAsCorruptNotAsData) {

@@ -142,8 +142,11 @@ void OssService::Register(lnet::RpcServer* server) {
                                                   "bytes", req.length(), ctx.bulk_in.size()));
         }
         STRIA_RETURN_IF_ERROR(CheckRange(req.offset(), req.length()));
+        // The bulk's checksum is checked here, from the chunk sums the store computes anyway
+        // (HandlerVerifiesBulk below), before a byte is written.
         Result<uint64_t> size =
-            ost->Write(obj.group(), obj.object_id(), req.offset(), ctx.bulk_in, req.sync());
+            ost->Write(obj.group(), obj.object_id(), req.offset(), ctx.bulk_in, req.sync(),
+                       ctx.bulk_in_crc ? &*ctx.bulk_in_crc : nullptr);
         t.stats->Count(req.jobid(), kOstWrite, t0, kOstWriteBytes,
                        size.ok() ? static_cast<int64_t>(req.length()) : -1);
         STRIA_RETURN_IF_ERROR(Note(size.status(), "write", obj));
@@ -151,6 +154,7 @@ void OssService::Register(lnet::RpcServer* server) {
         rep->set_object_size(*size);
         return Status::Ok();
       });
+  server->HandlerVerifiesBulk(proto::OP_OST_WRITE);
 
   server->Register<proto::OstIoRequest, proto::OstIoReply>(
       proto::OP_OST_READ,
@@ -169,13 +173,15 @@ void OssService::Register(lnet::RpcServer* server) {
         lnet::Buffer buf(static_cast<size_t>(req.length()));
         uint64_t object_size = 0;
         bool missing = false;
+        uint32_t crc = 0;
         Result<size_t> n = ost->Read(obj.group(), obj.object_id(), req.offset(), buf.span(),
-                                     &object_size, &missing);
+                                     &object_size, &missing, &crc);
         t.stats->Count(req.jobid(), kOstRead, t0, kOstReadBytes,
                        n.ok() ? static_cast<int64_t>(*n) : -1);
         STRIA_RETURN_IF_ERROR(Note(n.status(), "read", obj));
         buf.Shrink(*n);
         ctx.bulk_out = std::move(buf);
+        ctx.bulk_out_crc = crc;  // folded from the chunk sums the read verified
         rep->set_length(*n);
         rep->set_object_size(object_size);
         rep->set_missing(missing);

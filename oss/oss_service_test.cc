@@ -19,6 +19,7 @@
 #include "common/layout.h"
 #include "lnet/rpc_client.h"
 #include "lnet/rpc_server.h"
+#include "lnet/test_frames.h"
 #include "oss/internal/test_util.h"
 #include "oss/oss_server.h"
 #include "proto/stria.pb.h"
@@ -267,6 +268,51 @@ proto::OstScrubRequest ScrubRequest(uint32_t ost) {
   proto::OstScrubRequest req;
   req.set_ost_idx(ost);
   return req;
+}
+
+TEST_F(OssServiceTest, AWriteWhoseBulkFailsItsChecksumWritesNothing) {
+  // The OSS checks a write's bulk against the frame's crc itself, from its chunk sums
+  // (RpcServer::HandlerVerifiesBulk): a damaged bulk is refused (kChecksum, retryable)
+  // before a byte reaches the disk, and the resend is written.
+  using lnet::testing::Loopback;
+  using lnet::testing::RecvFrame;
+  using lnet::testing::SendFrame;
+  Result<int> fd = lnet::TcpConnect(Loopback(server_->port()), 1000);
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  proto::ConnectRequest conn;
+  conn.set_version(lnet::kWireVersion);
+  std::string body;
+  conn.SerializeToString(&body);
+  lnet::FrameHeader h;
+  h.opcode = proto::OP_CONNECT;
+  h.xid = 1;
+  ASSERT_TRUE(SendFrame(*fd, h, body, {}).ok());
+  ASSERT_TRUE(RecvFrame(*fd).ok());
+
+  const std::vector<uint8_t> data = Pattern(3 * 4096 + 100, 4096 + 7, 11);
+  proto::OstIoRequest req;
+  *req.mutable_object() = Obj(61);
+  req.set_offset(4096 + 7);
+  req.set_length(data.size());
+  req.SerializeToString(&body);
+  h.opcode = proto::OP_OST_WRITE;
+  h.xid = 2;
+  ASSERT_TRUE(SendFrame(*fd, h, body, data, /*bulk_crc_flip=*/0x20).ok());
+  Result<lnet::testing::Frame> reply = RecvFrame(*fd);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->h.status, static_cast<int32_t>(Code::kChecksum));
+  std::vector<uint8_t> got;
+  proto::OstIoReply rep;
+  ASSERT_TRUE(Read(61, 0, 64 * 1024, &got, &rep).ok());
+  EXPECT_TRUE(got.empty()) << "nothing of the damaged write was stored";
+
+  ASSERT_TRUE(SendFrame(*fd, h, body, data).ok());  // the resend, intact
+  reply = RecvFrame(*fd);
+  ASSERT_TRUE(reply.ok()) << reply.status().ToString();
+  EXPECT_EQ(reply->h.status, 0);
+  ASSERT_TRUE(Read(61, 4096 + 7, data.size(), &got, &rep).ok());
+  EXPECT_EQ(got, data);
+  close(*fd);
 }
 
 TEST_F(OssServiceTest, ReadOfACorruptChunkFailsWithCorruptNotData) {

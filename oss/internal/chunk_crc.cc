@@ -138,7 +138,7 @@ Status LoadCrcs(int crc_fd, uint64_t first, std::span<uint32_t> out) {
 }
 
 Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<const uint8_t> data,
-                        int write_fd) {
+                        int write_fd, const uint32_t* expected_crc) {
   const uint64_t end = offset + data.size();
   PartialChunks partial;
   // Data goes to disk before its checksums, so an OSS killed between the two leaves chunks
@@ -148,8 +148,9 @@ Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<cons
   STRIA_RETURN_IF_ERROR(ReadPartialChunks(
       data_fd, crc_fd, offset, end, [](uint64_t i) { return ChunkStart(i) + kCrcChunk; },
       OnMismatch::kResum, &partial));
-  STRIA_RETURN_IF_ERROR(UringIo::WriteAt(write_fd >= 0 ? write_fd : data_fd, data, offset));
 
+  // The sums are computed before anything is written: with expected_crc they also check
+  // the bytes as they came off the wire.
   const uint64_t first = offset / kCrcChunk;
   std::span<uint32_t> crcs = CrcScratch((end - 1) / kCrcChunk - first + 1);
   for (PartialChunk& c : partial.all()) {
@@ -157,11 +158,25 @@ Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<cons
     std::memcpy(c.bytes.data() + lo, data.data() + (ChunkStart(c.index) + lo - offset), hi - lo);
     crcs[c.index - first] = c.Crc();
   }
+  uint32_t bulk = 0;   // the crc32c of data[0, at - offset), when checking
+  uint64_t at = offset;
   for (size_t i = 0; i < crcs.size(); ++i) {
     const uint64_t cs = ChunkStart(first + i);
     if (cs < offset || cs + kCrcChunk > end) continue;  // a partial chunk, done above
     crcs[i] = ChunkCrc(data.subspan(cs - offset, kCrcChunk));
+    if (expected_crc != nullptr) {
+      bulk = Crc32c(data.data() + (at - offset), cs - at, bulk);  // the head, before the first
+      bulk = Crc32cCombine(bulk, crcs[i], kCrcChunk);
+      at = cs + kCrcChunk;
+    }
   }
+  if (expected_crc != nullptr) {
+    bulk = Crc32c(data.data() + (at - offset), end - at, bulk);
+    if (bulk != *expected_crc) {
+      return Status(Code::kChecksum, "request bulk checksum mismatch (nothing written)");
+    }
+  }
+  STRIA_RETURN_IF_ERROR(UringIo::WriteAt(write_fd >= 0 ? write_fd : data_fd, data, offset));
   return WriteCrcs(crc_fd, first, crcs);
 }
 
@@ -220,21 +235,38 @@ Status TruncateChecksummed(int data_fd, int crc_fd, uint64_t size) {
   return Status::Ok();
 }
 
-ChunkCheck CheckChunks(std::span<const uint8_t> data, std::span<const uint32_t> stored) {
+ChunkCheck CheckChunks(std::span<const uint8_t> data, std::span<const uint32_t> stored,
+                       uint32_t* data_crc) {
+  static const std::array<uint8_t, kCrcChunk> kZeros{};
   ChunkCheck check;
+  uint32_t folded = 0;
+  size_t covered = 0;  // bytes of data folded into `folded`
   for (size_t i = 0; i < stored.size(); ++i) {
     const size_t lo = i * kCrcChunk;
     if (lo >= data.size()) break;
-    if (stored[i] == 0) continue;
     const size_t len = std::min<size_t>(kCrcChunk, data.size() - lo);
-    if (ChunkCrc(data.subspan(lo, len)) == stored[i]) continue;
+    if (stored[i] == 0 && data_crc == nullptr) continue;  // no checksum and none wanted
+    // ChunkCrc, split: the sum of the bytes themselves, then the zeros padding a short chunk.
+    const uint32_t raw = Crc32c(data.data() + lo, len);
+    if (data_crc != nullptr) {
+      folded = Crc32cCombine(folded, raw, len);
+      covered = lo + len;
+    }
+    if (stored[i] == 0) continue;
+    const uint32_t sum = len == kCrcChunk ? raw : Crc32c(kZeros.data(), kCrcChunk - len, raw);
+    if (sum == stored[i]) continue;
     if (check.bad_chunks++ == 0) check.first_bad = i;
+  }
+  if (data_crc != nullptr) {
+    *data_crc = Crc32cCombine(folded, Crc32c(data.data() + covered, data.size() - covered),
+                              data.size() - covered);
   }
   return check;
 }
 
 Status ReadVerified(int data_fd, int crc_fd, uint64_t offset, std::span<uint8_t> buf,
-                    uint64_t object_size) {
+                    uint64_t object_size, uint32_t* buf_crc) {
+  if (buf_crc != nullptr) *buf_crc = 0;
   if (buf.empty()) return Status::Ok();
   const uint64_t end = offset + buf.size();
   // The chunks inside the read are checked in place: their checksums are read in the same
@@ -261,11 +293,22 @@ Status ReadVerified(int data_fd, int crc_fd, uint64_t offset, std::span<uint8_t>
   PartialChunks partial;
   STRIA_RETURN_IF_ERROR(ReadPartialChunks(data_fd, crc_fd, offset, end, chunk_end,
                                           OnMismatch::kRefuse, &partial));
-  if (whole_first >= whole_end) return Status::Ok();
+  if (whole_first >= whole_end) {
+    if (buf_crc != nullptr) *buf_crc = Crc32c(buf.data(), buf.size());
+    return Status::Ok();
+  }
   const uint64_t lo = ChunkStart(whole_first) - offset;
   const uint64_t hi = std::min(ChunkStart(whole_end), end) - offset;
-  ChunkCheck check = CheckChunks(buf.subspan(lo, hi - lo), stored);
+  uint32_t whole_crc = 0;
+  ChunkCheck check = CheckChunks(buf.subspan(lo, hi - lo), stored,
+                                 buf_crc != nullptr ? &whole_crc : nullptr);
   if (check.bad_chunks > 0) return Mismatch(whole_first + check.first_bad);
+  if (buf_crc != nullptr) {
+    // The bytes before the first whole chunk and after the last: summed directly.
+    uint32_t crc = Crc32c(buf.data(), lo);
+    crc = Crc32cCombine(crc, whole_crc, hi - lo);
+    *buf_crc = Crc32cCombine(crc, Crc32c(buf.data() + hi, buf.size() - hi), buf.size() - hi);
+  }
   return Status::Ok();
 }
 

@@ -45,9 +45,12 @@ Status LoadCrcs(int crc_fd, uint64_t first, std::span<uint32_t> out);
 // corrupt chunk into a fresh checksum) and re-summed with the new bytes merged in. One
 // sidecar write. The data goes through `write_fd` when it is >= 0 (the same file opened with
 // O_DIRECT, for writes aligned to kCrcChunk, which have no partial chunks), else data_fd.
+// With `expected_crc`, the request's bulk checksum that lnet left to this write
+// (RpcServer::HandlerVerifiesBulk): data is checked against it before anything is written,
+// from the chunk sums computed anyway, and a mismatch is kChecksum with nothing written.
 // REQUIRES: data is not empty.
 Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<const uint8_t> data,
-                        int write_fd = -1);
+                        int write_fd = -1, const uint32_t* expected_crc = nullptr);
 
 // Punches [offset, offset + length) (keeping the size `object_size`) and fixes the
 // checksums: chunks punched whole get "no checksum"; partly punched edge chunks are checked
@@ -66,14 +69,18 @@ struct ChunkCheck {
 };
 
 // Checks `data`, the object's bytes from a chunk-aligned offset (whole chunks, the last one
-// may end at the object's end), against `stored` (one entry per chunk of data).
-ChunkCheck CheckChunks(std::span<const uint8_t> data, std::span<const uint32_t> stored);
+// may end at the object's end), against `stored` (one entry per chunk of data). With
+// `data_crc`, also the crc32c of all of data, folded from the chunks' sums (Crc32cCombine).
+ChunkCheck CheckChunks(std::span<const uint8_t> data, std::span<const uint32_t> stored,
+                       uint32_t* data_crc = nullptr);
 
 // Reads [offset, offset + buf.size()) of an object of `object_size` bytes (the range must lie
 // below it) into buf and verifies every chunk it touches; the partly covered edge chunks are
 // read whole (and the verified bytes copied out). kCorrupt names the offset of the first bad
 // chunk; corrupt bytes are never left in buf as if they were good.
+// With `buf_crc`, *buf_crc gets the crc32c of buf, mostly folded from the chunk sums the
+// check computed: the reply's wire checksum costs no second pass over the bytes.
 Status ReadVerified(int data_fd, int crc_fd, uint64_t offset, std::span<uint8_t> buf,
-                    uint64_t object_size);
+                    uint64_t object_size, uint32_t* buf_crc = nullptr);
 
 }  // namespace stria::oss::internal

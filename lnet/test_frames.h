@@ -1,0 +1,65 @@
+// Raw frames for tests that speak the wire protocol by hand, to send what no RpcClient
+// would (a bulk whose checksum is wrong). Test-only, header-only.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/crc32c.h"
+#include "common/status.h"
+#include "lnet/frame.h"
+#include "lnet/nid.h"
+#include "lnet/socket.h"
+
+namespace stria::lnet::testing {
+
+inline Nid Loopback(uint16_t port) {
+  Nid n;
+  n.addr = "127.0.0.1";
+  n.port = port;
+  return n;
+}
+
+inline Clock::time_point Soon() { return Clock::now() + std::chrono::seconds(5); }
+
+// Sends one frame; `bulk_crc_flip` is xor-ed into the bulk's true crc (0: a correct frame).
+inline Status SendFrame(int fd, FrameHeader h, const std::string& body,
+                        const std::vector<uint8_t>& bulk, uint32_t bulk_crc_flip = 0) {
+  h.body_len = static_cast<uint32_t>(body.size());
+  h.body_crc = Crc32c(body.data(), body.size());
+  h.bulk_len = bulk.size();
+  if (!bulk.empty()) {
+    h.flags |= kFlagBulkCrc;
+    h.bulk_crc = Crc32c(bulk.data(), bulk.size()) ^ bulk_crc_flip;
+  }
+  uint8_t hdr[kFrameHeaderSize];
+  EncodeHeader(h, hdr);
+  iovec iov[3] = {{hdr, sizeof hdr},
+                  {const_cast<char*>(body.data()), body.size()},
+                  {const_cast<uint8_t*>(bulk.data()), bulk.size()}};
+  return SendAll(fd, iov, bulk.empty() ? 2 : 3, Soon());
+}
+
+struct Frame {
+  FrameHeader h;
+  std::string body;
+  std::vector<uint8_t> bulk;
+};
+
+inline Result<Frame> RecvFrame(int fd) {
+  uint8_t hdr[kFrameHeaderSize];
+  STRIA_RETURN_IF_ERROR(RecvAll(fd, hdr, sizeof hdr, Soon()));
+  Frame f;
+  STRIA_ASSIGN_OR_RETURN(f.h, DecodeHeader(hdr, FrameLimits{}));
+  f.body.resize(f.h.body_len);
+  STRIA_RETURN_IF_ERROR(RecvAll(fd, f.body.data(), f.body.size(), Soon()));
+  f.bulk.resize(f.h.bulk_len);
+  STRIA_RETURN_IF_ERROR(RecvAll(fd, f.bulk.data(), f.bulk.size(), Soon()));
+  return f;
+}
+
+}  // namespace stria::lnet::testing
