@@ -1,6 +1,10 @@
 #include "client/fuse/write_behind.h"
 
 #include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "lnet/buffer.h"
 
 namespace stria::client::fuse {
 
@@ -22,9 +26,12 @@ Status WriteBehind::Submit(internal::ThreadPool* pool, uint64_t offset,
     bytes_ += data.size();
     ranges_.push_back({offset, end});
   }
-  auto copy = std::make_shared<std::vector<uint8_t>>(data.begin(), data.end());
+  // The copy goes to a pooled bulk buffer (lnet/buffer.h): a fresh 1 MiB heap block per
+  // write cost a page fault per 4 KiB (a third of the copy's time in a checkpoint profile).
+  auto copy = std::make_shared<lnet::Buffer>(data.size());
+  std::memcpy(copy->data(), data.data(), data.size());
   pool->Submit([this, offset, end, copy, write = std::move(write)] {
-    Status st = write(offset, *copy);
+    Status st = write(offset, std::as_const(*copy).span());
     std::lock_guard lock(mu_);
     bytes_ -= copy->size();
     auto it = std::find_if(ranges_.begin(), ranges_.end(),
