@@ -175,6 +175,20 @@ TEST(RpcBulkCrcTest, WriteRefusedForItsBulkChecksumIsResentWithTheSameXid) {
   EXPECT_EQ(xids[0], xids[1]);
 }
 
+// Sends an OP_OST_WRITE of `bulk` (xid 2) whose bulk crc is off by `bulk_crc_flip`, and
+// returns the reply.
+Result<Frame> RawWrite(int fd, const std::vector<uint8_t>& bulk, uint32_t bulk_crc_flip) {
+  proto::OstIoRequest req;
+  req.set_length(bulk.size());
+  std::string body;
+  req.SerializeToString(&body);
+  FrameHeader h;
+  h.opcode = proto::OP_OST_WRITE;
+  h.xid = 2;
+  STRIA_RETURN_IF_ERROR(SendFrame(fd, h, body, bulk, bulk_crc_flip));
+  return RecvFrame(fd);
+}
+
 TEST(RpcBulkCrcTest, AHandlerThatVerifiesItsBulkGetsItUncheckedWithTheExpectedCrc) {
   ServerOptions so;
   so.name = "crc-test";
@@ -190,26 +204,10 @@ TEST(RpcBulkCrcTest, AHandlerThatVerifiesItsBulkGetsItUncheckedWithTheExpectedCr
       });
   server.HandlerVerifiesBulk(proto::OP_OST_WRITE);
   ASSERT_TRUE(server.Start(Loopback(0)).ok());
-  Result<int> fd = TcpConnect(Loopback(server.port()), 1000);
-  ASSERT_TRUE(fd.ok());
-  proto::ConnectRequest conn;
-  conn.set_version(kWireVersion);
-  std::string body;
-  conn.SerializeToString(&body);
-  FrameHeader h;
-  h.opcode = proto::OP_CONNECT;
-  h.xid = 1;
-  ASSERT_TRUE(SendFrame(*fd, h, body, {}).ok());
-  ASSERT_TRUE(RecvFrame(*fd).ok());
-
-  proto::OstIoRequest req;
-  std::vector<uint8_t> bulk(5000, 0xAB);
-  req.set_length(bulk.size());
-  req.SerializeToString(&body);
-  h.opcode = proto::OP_OST_WRITE;
-  h.xid = 2;
-  ASSERT_TRUE(SendFrame(*fd, h, body, bulk, /*bulk_crc_flip=*/0x100).ok());
-  Result<Frame> reply = RecvFrame(*fd);
+  Result<int> fd = testing::ConnectRaw(server.port());
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  const std::vector<uint8_t> bulk(5000, 0xAB);
+  Result<Frame> reply = RawWrite(*fd, bulk, /*bulk_crc_flip=*/0x100);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->h.status, 0) << "left to the handler";
   std::lock_guard lock(mu);
@@ -232,33 +230,16 @@ TEST(RpcBulkCrcTest, ServerRefusesACorruptRequestBulkBeforeTheHandler) {
         return Status::Ok();
       });
   ASSERT_TRUE(server.Start(Loopback(0)).ok());
-  Result<int> fd = TcpConnect(Loopback(server.port()), 1000);
-  ASSERT_TRUE(fd.ok());
-  proto::ConnectRequest conn;
-  conn.set_version(kWireVersion);
-  std::string body;
-  conn.SerializeToString(&body);
-  FrameHeader h;
-  h.opcode = proto::OP_CONNECT;
-  h.xid = 1;
-  ASSERT_TRUE(SendFrame(*fd, h, body, {}).ok());
-  ASSERT_TRUE(RecvFrame(*fd).ok());
-
-  proto::OstIoRequest req;
-  std::vector<uint8_t> bulk(5000, 0xAB);
-  req.set_length(bulk.size());
-  req.SerializeToString(&body);
-  h.opcode = proto::OP_OST_WRITE;
-  h.xid = 2;
-  ASSERT_TRUE(SendFrame(*fd, h, body, bulk, /*bulk_crc_flip=*/0x100).ok());
-  Result<Frame> reply = RecvFrame(*fd);
+  Result<int> fd = testing::ConnectRaw(server.port());
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  const std::vector<uint8_t> bulk(5000, 0xAB);
+  Result<Frame> reply = RawWrite(*fd, bulk, /*bulk_crc_flip=*/0x100);
   ASSERT_TRUE(reply.ok()) << reply.status().ToString();
   EXPECT_EQ(reply->h.status, static_cast<int32_t>(Code::kChecksum));
   EXPECT_TRUE(Status(Code::kChecksum, "").retryable());
   EXPECT_EQ(handled.load(), 0);
   // The connection stays usable: the resend of the same xid is served.
-  ASSERT_TRUE(SendFrame(*fd, h, body, bulk).ok());
-  reply = RecvFrame(*fd);
+  reply = RawWrite(*fd, bulk, 0);
   ASSERT_TRUE(reply.ok());
   EXPECT_EQ(reply->h.status, 0);
   EXPECT_EQ(handled.load(), 1);

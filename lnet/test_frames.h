@@ -3,6 +3,7 @@
 #pragma once
 
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "lnet/frame.h"
 #include "lnet/nid.h"
 #include "lnet/socket.h"
+#include "proto/stria.pb.h"
 
 namespace stria::lnet::testing {
 
@@ -60,6 +62,27 @@ inline Result<Frame> RecvFrame(int fd) {
   f.bulk.resize(f.h.bulk_len);
   STRIA_RETURN_IF_ERROR(RecvAll(fd, f.bulk.data(), f.bulk.size(), Soon()));
   return f;
+}
+
+// A TCP connection to the server on 127.0.0.1:`port` that has been through CONNECT (xid 1),
+// ready for hand-made frames.
+inline Result<int> ConnectRaw(uint16_t port) {
+  STRIA_ASSIGN_OR_RETURN(int fd, TcpConnect(Loopback(port), 1000));
+  proto::ConnectRequest conn;
+  conn.set_version(kWireVersion);
+  std::string body;
+  conn.SerializeToString(&body);
+  FrameHeader h;
+  h.opcode = proto::OP_CONNECT;
+  h.xid = 1;
+  Status st = SendFrame(fd, h, body, {});
+  Result<Frame> reply = st.ok() ? RecvFrame(fd) : Result<Frame>(st);
+  if (reply.ok() && reply->h.status != 0) reply = Status(Code::kProtocol, "CONNECT refused");
+  if (!reply.ok()) {
+    close(fd);
+    return reply.status();
+  }
+  return fd;
 }
 
 }  // namespace stria::lnet::testing

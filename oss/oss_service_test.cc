@@ -274,20 +274,12 @@ TEST_F(OssServiceTest, AWriteWhoseBulkFailsItsChecksumWritesNothing) {
   // The OSS checks a write's bulk against the frame's crc itself, from its chunk sums
   // (RpcServer::HandlerVerifiesBulk): a damaged bulk is refused (kChecksum, retryable)
   // before a byte reaches the disk, and the resend is written.
-  using lnet::testing::Loopback;
   using lnet::testing::RecvFrame;
   using lnet::testing::SendFrame;
-  Result<int> fd = lnet::TcpConnect(Loopback(server_->port()), 1000);
+  Result<int> fd = lnet::testing::ConnectRaw(server_->port());
   ASSERT_TRUE(fd.ok()) << fd.status().ToString();
-  proto::ConnectRequest conn;
-  conn.set_version(lnet::kWireVersion);
   std::string body;
-  conn.SerializeToString(&body);
   lnet::FrameHeader h;
-  h.opcode = proto::OP_CONNECT;
-  h.xid = 1;
-  ASSERT_TRUE(SendFrame(*fd, h, body, {}).ok());
-  ASSERT_TRUE(RecvFrame(*fd).ok());
 
   const std::vector<uint8_t> data = Pattern(3 * 4096 + 100, 4096 + 7, 11);
   proto::OstIoRequest req;
