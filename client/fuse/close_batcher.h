@@ -1,9 +1,9 @@
-// CloseBatcher: closes that report nothing to the MDS, gathered and sent together.
+// CloseBatcher: closes that report no write to the MDS, gathered and sent together.
 //
 // Every close(2) ends in a RELEASE, and every release of an MDS open handle in a CLOSE
-// request. Most report nothing (a file that was read, whose atime needs no update; a file
-// created and closed without a write; a file whose size went with its flush): their CLOSE
-// only drops the handle. The release already does not wait for it, but each one costs an
+// request. Most report no write (a file that was read, with the read's atime when relatime
+// asks for one; a file created and closed without a write; a file whose size went with its
+// flush): their CLOSE only drops the handle, and at most sets an atime. The release already does not wait for it, but each one costs an
 // RPC of MDS and client CPU, and on two cores a create loop spent a quarter of its time on
 // them. Such closes wait here for up to the gather time (10 ms by default), or until
 // kMaxBatch are waiting, and go in one OP_MDS_CLOSE_BATCH.
