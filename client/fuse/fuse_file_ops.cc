@@ -239,11 +239,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   // The atime of a read goes with the release (which the application does not wait for)
   // or an fsync, not with each flush: a cold read's close(2) then costs no MDS request.
   const bool atime_pending = read_ns > 0 && fh->relatime_due && !fh->atime_sent.load();
-  if (atime_pending && !close && !sync) {
-    int64_t cur = fh->inode->unreported_atime_ns.load();
-    while (cur < read_ns && !fh->inode->unreported_atime_ns.compare_exchange_weak(cur, read_ns)) {
-    }
-  }
+  if (atime_pending && !close && !sync) fh->inode->NoteUnreportedAtime(read_ns);
   const bool atime_due = (close || sync) && atime_pending && !fh->atime_sent.exchange(true);
   // fsync sends even with nothing to report: the MDS then syncs its WAL (the create of this
   // file may be answered and not yet durable).
@@ -264,10 +260,9 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
     c.set_ino(fh->inode->ino);
     c.set_handle(fh->mds_handle);
     if (atime_due) {
-      int64_t cur = fh->inode->unreported_atime_ns.load();
-      while (cur < read_ns &&
-             !fh->inode->unreported_atime_ns.compare_exchange_weak(cur, read_ns)) {
-      }
+      // Shown until the batch is answered (a read through mmap after the last flush has
+      // not been noted yet).
+      fh->inode->NoteUnreportedAtime(read_ns);
       c.set_atime_ns(read_ns);
     }
     closes_.Add(std::move(c));

@@ -53,6 +53,12 @@ struct Inode {
   // A read's atime (relatime) that a closed handle will report with its release, which the
   // application does not wait for: GETATTR shows it meanwhile (0: none pending).
   std::atomic<int64_t> unreported_atime_ns{0};
+  // Raises unreported_atime_ns to a read made at `ns` (never lowers it).
+  void NoteUnreportedAtime(int64_t ns) {
+    int64_t cur = unreported_atime_ns.load();
+    while (cur < ns && !unreported_atime_ns.compare_exchange_weak(cur, ns)) {
+    }
+  }
   // (size, mtime) the MDS gave at this client's latest open: if the next open sees the
   // same, the kernel's page cache of the file is still valid (keep_cache).
   std::atomic<uint64_t> open_size{0};
