@@ -308,6 +308,10 @@ Status UringIo::WriteAt(int fd, std::span<const uint8_t> data, uint64_t offset) 
   return RingRw(r, true, std::span(&x, 1));
 }
 
+Status UringIo::WriteCached(int fd, std::span<const uint8_t> data, uint64_t offset) {
+  return SyncWrite(fd, data, offset);
+}
+
 Status UringIo::Sync(int fd, bool datasync) {
   Ring& r = ThisRing();
   if (!r.ok()) {

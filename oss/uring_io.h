@@ -8,6 +8,8 @@
 // bytes read from `offset`. A write that makes no progress is EIO. Every errno from the
 // kernel (ENOSPC, EIO, ...) comes back as the matching Status (ErrnoStatus), never a crash.
 //
+// Buffered writes are the exception (WriteCached): they are pwrite(2) from the calling thread.
+//
 // Where a ring cannot be created (io_uring disabled by sysctl or seccomp), the same calls
 // fall back to pread/pwrite/fsync/fallocate, with one warning in the log.
 //
@@ -41,8 +43,16 @@ class UringIo {
   };
   static Status ReadAll(std::span<ReadRange> ranges);
 
-  // Writes all of data at `offset`.
+  // Writes all of data at `offset`. For O_DIRECT descriptors: the ring completes those
+  // without a helper thread.
   static Status WriteAt(int fd, std::span<const uint8_t> data, uint64_t offset);
+
+  // Writes all of data at `offset` of a buffered descriptor, with pwrite(2) from the calling
+  // thread. io_uring cannot copy into the page cache of ext4 without possibly blocking (ext4
+  // has no non-blocking buffered write), so it hands every such write to an io-wq worker
+  // and the caller waits for it: two thread switches per write for a memory copy. Reads,
+  // O_DIRECT writes and syncs stay on the ring.
+  static Status WriteCached(int fd, std::span<const uint8_t> data, uint64_t offset);
 
   // fsync(2), or fdatasync(2) when datasync.
   static Status Sync(int fd, bool datasync);

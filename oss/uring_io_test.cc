@@ -103,7 +103,25 @@ TEST_F(UringIoTest, NoSpaceComesBackAsENOSPC) {
   auto data = Pattern(4096, 0, 3);
   Status st = UringIo::WriteAt(full, data, 0);
   EXPECT_EQ(st.code(), Code::kNoSpc) << st.ToString();
+  st = UringIo::WriteCached(full, data, 0);
+  EXPECT_EQ(st.code(), Code::kNoSpc) << st.ToString();
   close(full);
+}
+
+TEST_F(UringIoTest, WriteCachedWritesAllOfItAtItsOffset) {
+  // Over what WriteAt wrote: the bytes of both land where they were aimed, nothing else moves.
+  auto first = Pattern(300'000, 0, 4);
+  ASSERT_TRUE(UringIo::WriteAt(fd_, first, 0).ok());
+  auto second = Pattern(100'000, 54'321, 5);
+  ASSERT_TRUE(UringIo::WriteCached(fd_, second, 54'321).ok());
+  std::copy(second.begin(), second.end(), first.begin() + 54'321);
+  std::vector<uint8_t> back(first.size() + 10);
+  auto n = UringIo::ReadAt(fd_, back, 0);
+  ASSERT_TRUE(n.ok()) << n.status().ToString();
+  ASSERT_EQ(*n, first.size());
+  back.resize(*n);
+  EXPECT_EQ(back, first);
+  EXPECT_FALSE(UringIo::WriteCached(-1, second, 0).ok());
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ std::span<uint32_t> CrcScratch(size_t n) {
 }
 
 Status WriteCrcs(int crc_fd, uint64_t first, std::span<const uint32_t> crcs) {
-  return UringIo::WriteAt(
+  return UringIo::WriteCached(
       crc_fd,
       std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(crcs.data()), crcs.size_bytes()),
       first * kEntryBytes);
@@ -176,7 +176,8 @@ Status WriteChecksummed(int data_fd, int crc_fd, uint64_t offset, std::span<cons
       return Status(Code::kChecksum, "request bulk checksum mismatch (nothing written)");
     }
   }
-  STRIA_RETURN_IF_ERROR(UringIo::WriteAt(write_fd >= 0 ? write_fd : data_fd, data, offset));
+  STRIA_RETURN_IF_ERROR(write_fd >= 0 ? UringIo::WriteAt(write_fd, data, offset)
+                                       : UringIo::WriteCached(data_fd, data, offset));
   return WriteCrcs(crc_fd, first, crcs);
 }
 
