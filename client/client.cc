@@ -88,6 +88,7 @@ class ClientImpl final : public Client, private OstTransport {
     // Namespace changes the MDS answered before committing are replayed if it loses them.
     mds_opts.keep_replays = true;
     mds_opts.replay_patch = &PatchReplay;
+    mds_opts.max_connections = config_.mds_connections;
     if (config_.mgs_nids.size() > 1) {
       // Leave time to try every failover NID within the overall deadline.
       mds_opts.retry_deadline_ms = std::max<int>(

@@ -38,6 +38,11 @@ struct ClientConfig {
   // call: writes complete on the other mirrors (it is marked stale), reads move to another
   // (client/mirror_io.h). The mount option mirror_timeout=S.
   int mirror_timeout_ms = 5'000;
+  // Connections to the MDS, opened as concurrent calls need them (each carries one call at
+  // a time). A caller that finds them all busy waits for one to come back, a futex wake and
+  // a thread switch per call: with 16 threads creating and 8 connections, that cost the
+  // client 35% more CPU and made 15% fewer creates per second than 16 connections.
+  int mds_connections = 16;
 };
 
 class Client {

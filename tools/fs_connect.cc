@@ -44,6 +44,7 @@ Result<std::unique_ptr<client::Client>> ConnectNids(std::string_view nids,
   config.rpc.connect_timeout_ms = std::min(deadline, config.rpc.connect_timeout_ms);
   config.rpc.rpc_timeout_ms = std::max(deadline, 1000);
   config.rpc.max_connections = 2;
+  config.mds_connections = 2;
   UseToolKey(&config.rpc);
   return client::Client::Connect(std::move(config));
 }
