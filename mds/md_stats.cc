@@ -5,15 +5,6 @@
 namespace stria::mds {
 namespace {
 
-// The JOBID in the request's credentials (field `cred`), if it has any.
-std::string_view JobOf(const google::protobuf::Message& req) {
-  const auto* d = req.GetDescriptor()->FindFieldByName("cred");
-  if (d == nullptr || d->message_type() != proto::Credentials::descriptor()) return {};
-  const auto& cred = static_cast<const proto::Credentials&>(
-      req.GetReflection()->GetMessage(req, d));
-  return cred.jobid();
-}
-
 MdCounter Simple(proto::Opcode op) {
   switch (op) {
     case proto::OP_MDS_OPEN: return kMdOpen;
@@ -35,8 +26,7 @@ MdCounter Simple(proto::Opcode op) {
 }  // namespace
 
 void CountMdRequest(MdStats* s, proto::Opcode op, const google::protobuf::Message& req,
-                    uint64_t usecs) {
-  const std::string_view job = JobOf(req);
+                    std::string_view job, uint64_t usecs) {
   switch (op) {
     case proto::OP_MDS_CREATE: {
       const auto& r = static_cast<const proto::CreateRequest&>(req);
@@ -62,7 +52,7 @@ void CountMdRequest(MdStats* s, proto::Opcode op, const google::protobuf::Messag
     case proto::OP_MDS_CLOSE_BATCH: {
       const auto& r = static_cast<const proto::CloseBatchRequest&>(req);
       const uint64_t each = r.closes_size() > 0 ? usecs / r.closes_size() : usecs;
-      for (const proto::CloseRequest& c : r.closes()) s->Count(JobOf(c), kMdClose, each);
+      for (const proto::CloseRequest& c : r.closes()) s->Count(c.cred().jobid(), kMdClose, each);
       return;
     }
     case proto::OP_MDS_CLOSE: {

@@ -54,8 +54,19 @@ struct MdStats {
   }
 };
 
-// Counts one request of opcode `op` that ran for `usecs` (see above for the mapping).
+// Counts one request of opcode `op`, from job `job` (its credentials' JOBID), that ran for
+// `usecs` (see above for the mapping).
 void CountMdRequest(MdStats* s, proto::Opcode op, const google::protobuf::Message& req,
-                    uint64_t usecs);
+                    std::string_view job, uint64_t usecs);
+
+// The JOBID in a request's credentials (field `cred`), or "" for a request without them.
+template <typename Req>
+std::string_view JobOf(const Req& req) {
+  if constexpr (requires { req.cred().jobid(); }) {
+    return req.cred().jobid();
+  } else {
+    return {};
+  }
+}
 
 }  // namespace stria::mds

@@ -131,7 +131,7 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           proto::Opcode op;
           const Req& req;
           std::chrono::steady_clock::time_point t0;
-          ~Counted() { CountMdRequest(md, op, req, UsecsSince(t0)); }
+          ~Counted() { CountMdRequest(md, op, req, JobOf(req), UsecsSince(t0)); }
         } counted{md.get(), op, wire_req, t0};
         if (sessions) sessions->Touch(ctx.client_uuid);
         if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
