@@ -2,7 +2,8 @@
 //
 //   bigdir --mgs NID --mount MNT [--files N] [--threads T] [--name DIR] [--create-only]
 //
-// Creates DIR under the filesystem root and N empty files in it with T threads through
+// Creates DIR under the filesystem root (or uses it when it exists, e.g. made by `mkdir` and
+// given a default layout by `lfs setstripe`) and N empty files in it with T threads through
 // libstria (MDS creates, as many clients would), then, through the mount MNT: lists DIR with
 // readdir(3) while T more threads keep creating in it, checking that every file that existed
 // before the listing appears exactly once and nothing else appears twice; and stats 20,000
@@ -93,7 +94,14 @@ int main(int argc, char** argv) {
   Client& c = **client;
   uint64_t dir = 0;
   if (stria::Status st = Create(c, 1, name, S_IFDIR | 0755, &dir); !st.ok()) {
-    return fprintf(stderr, "bigdir: mkdir %s: %s\n", name.c_str(), st.ToString().c_str()), 1;
+    auto found = st.code() == stria::Code::kExist
+                     ? stria::client::Metadata(&c).Lookup(stria::client::ProcessCredentials(), 1,
+                                                          name)
+                     : stria::Result<stria::proto::EntryReply>(st);
+    if (!found.ok() || !S_ISDIR(found->attr().mode())) {
+      return fprintf(stderr, "bigdir: mkdir %s: %s\n", name.c_str(), st.ToString().c_str()), 1;
+    }
+    dir = found->attr().ino();
   }
 
   auto t0 = Clock::now();
