@@ -32,7 +32,12 @@ inline constexpr uint32_t kFlagBulkCrc = 1u << 1;  // bulk_crc is set and must b
 inline constexpr uint32_t kFlagBulkNoCrc = 1u << 2;
 // A request replayed after the server restarted: `transno` is the one its first reply had.
 inline constexpr uint32_t kFlagReplay = 1u << 3;
-inline constexpr uint32_t kKnownFlags = kFlagReply | kFlagBulkCrc | kFlagBulkNoCrc | kFlagReplay;
+// A request sent again with the xid of an earlier attempt (after a lost connection, a timeout
+// or a retryable error): that attempt may have been done. A server that keeps replies past
+// its own life (the MDS's reply journal) looks for one only for these and replays.
+inline constexpr uint32_t kFlagResend = 1u << 4;
+inline constexpr uint32_t kKnownFlags =
+    kFlagReply | kFlagBulkCrc | kFlagBulkNoCrc | kFlagReplay | kFlagResend;
 
 struct FrameHeader {
   uint16_t version = kWireVersion;

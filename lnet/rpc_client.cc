@@ -48,6 +48,7 @@ FrameHeader RequestHeader(const ExchangeArgs& a) {
     h.flags |= kFlagReplay;
     h.transno = a.replay_transno;
   }
+  if (a.resend) h.flags |= kFlagResend;
   uint32_t crc = 0;
   for (const iovec& v : a.bulk->out) {
     if (v.iov_len == 0) continue;
@@ -202,6 +203,7 @@ class RpcClient::Impl {
       } else {
         uint64_t transno = 0, committed = 0;
         ExchangeArgs args = Args(opcode, xid, request, reply, bulk);
+        args.resend = attempts > 1;
         if (attempt_timeout_ms >= 0 && attempt_timeout_ms < options_.rpc_timeout_ms) {
           args.deadline = Clock::now() + std::chrono::milliseconds(attempt_timeout_ms);
         }

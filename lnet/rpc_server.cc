@@ -372,6 +372,7 @@ class RpcServer::Impl : public RequestHandler {
     ctx->bulk_in = bulk;
     ctx->replay = (h.flags & kFlagReplay) != 0;
     ctx->replay_transno = ctx->replay ? h.transno : 0;
+    ctx->resent = (h.flags & kFlagResend) != 0;
     active_.fetch_add(1, std::memory_order_relaxed);
     Status st = Dispatch(s, h, body, *ctx, reply);
     active_.fetch_sub(1, std::memory_order_relaxed);

@@ -84,6 +84,9 @@ struct RpcContext {
   // A request replayed after a restart (kFlagReplay), and the transno its first reply had.
   bool replay = false;
   uint64_t replay_transno = 0;
+  // A request sent again with the xid of an earlier attempt (kFlagResend), which may have
+  // been done (by this server, or by an earlier run of it).
+  bool resent = false;
   // Set by the handler for the reply header: the transaction number of the change it made
   // (0: none, or already durable) and the highest durable one (docs/durability.md).
   uint64_t transno = 0;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <cstring>
@@ -297,6 +298,47 @@ proto::SetattrRequest Setattr(uint64_t ino) {
   proto::SetattrRequest r;
   r.set_ino(ino);
   return r;
+}
+
+// A retry carries the xid of its first attempt and kFlagResend; a first attempt never does
+// (the MDS looks for a persisted reply only for resends).
+TEST(RpcResendTest, OnlyRetriesAreMarkedResent) {
+  ServerOptions opts;
+  opts.name = "test";
+  opts.fsname = "testfs";
+  RpcServer server(opts);
+  std::mutex mu;
+  std::vector<std::pair<uint64_t, bool>> seen;  // (xid, resent) of each attempt
+  server.Register<proto::OstIoRequest, proto::OstIoReply>(
+      proto::OP_OST_WRITE,
+      [&](RpcContext& ctx, const proto::OstIoRequest& req, proto::OstIoReply*) {
+        std::lock_guard lock(mu);
+        seen.emplace_back(ctx.xid, ctx.resent);
+        // The first attempt of the request at offset 1 is refused with a retryable status.
+        const bool first = std::count_if(seen.begin(), seen.end(), [&](const auto& s) {
+                             return s.first == ctx.xid;
+                           }) == 1;
+        return req.offset() == 1 && first ? Status(Code::kNotReady, "not yet") : Status::Ok();
+      });
+  ASSERT_TRUE(server.Start(Loopback(0)).ok());
+  ClientOptions o;
+  o.fsname = "testfs";
+  o.retry_deadline_ms = 5000;
+  RpcClient client(Loopback(server.port()), o);
+  for (uint64_t off : {0, 1, 2}) {
+    proto::OstIoRequest req;
+    req.set_offset(off);
+    proto::OstIoReply rep;
+    ASSERT_TRUE(client.Call(proto::OP_OST_WRITE, req, &rep).ok()) << off;
+  }
+  server.Stop();
+  ASSERT_EQ(seen.size(), 4u);
+  EXPECT_FALSE(seen[0].second);
+  EXPECT_FALSE(seen[1].second);                // offset 1, refused
+  EXPECT_EQ(seen[2].first, seen[1].first);     // its retry: the same xid...
+  EXPECT_TRUE(seen[2].second);                 // ...marked
+  EXPECT_NE(seen[3].first, seen[2].first);
+  EXPECT_FALSE(seen[3].second);
 }
 
 TEST(RpcReplayTest, UncommittedRequestsAreReplayedFirstAfterARestart) {

@@ -64,12 +64,13 @@ inline Result<Frame> RecvFrame(int fd) {
   return f;
 }
 
-// A TCP connection to the server on 127.0.0.1:`port` that has been through CONNECT (xid 1),
-// ready for hand-made frames.
-inline Result<int> ConnectRaw(uint16_t port) {
+// A TCP connection to the server on 127.0.0.1:`port` that has been through CONNECT (xid 1)
+// as `client_uuid` (empty: none), ready for hand-made frames.
+inline Result<int> ConnectRaw(uint16_t port, const std::string& client_uuid = "") {
   STRIA_ASSIGN_OR_RETURN(int fd, TcpConnect(Loopback(port), 1000));
   proto::ConnectRequest conn;
   conn.set_version(kWireVersion);
+  conn.set_client_uuid(client_uuid);
   std::string body;
   conn.SerializeToString(&body);
   FrameHeader h;

@@ -11,6 +11,7 @@
 
 #include "lnet/rpc_client.h"
 #include "lnet/rpc_server.h"
+#include "lnet/test_frames.h"
 #include "mds/client_sessions.h"
 #include "mds/destroy_queue.h"
 #include "mds/lnet_ost_gateway.h"
@@ -241,6 +242,60 @@ TEST_F(MdsServiceTest, CloseBatchEndsTheHandlesInTheClientsSession) {
   ASSERT_TRUE(client.Call(proto::OP_MDS_CLOSE_BATCH, batch, &rep).ok());
   for (auto [h, ino] : opened) EXPECT_FALSE(sessions.HandleCapaOps("batching-client", h, ino));
   server.Stop();
+}
+
+// A create whose reply was lost, resent (kFlagResend, the same client uuid and xid) to the
+// service after a restart (a new server: no reply cache), gets the reply of the first
+// attempt from the reply journal: the same inode, not EEXIST. The journal is looked up only
+// for resends: the same xid unmarked is a new request.
+TEST_F(MdsServiceTest, AResendAfterARestartGetsTheJournaledReply) {
+  f_.AddOsts(1);
+  proto::CreateRequest c;
+  c.set_parent(kRootIno);
+  c.set_name("once");
+  c.set_mode(S_IFREG | 0644);
+  std::string body;
+  c.SerializeToString(&body);
+  auto send = [&](uint16_t port, uint32_t flags) -> Result<lnet::testing::Frame> {
+    STRIA_ASSIGN_OR_RETURN(int fd, lnet::testing::ConnectRaw(port, "resending-client"));
+    lnet::FrameHeader h;
+    h.opcode = proto::OP_MDS_CREATE;
+    h.xid = 42;
+    h.flags = flags;
+    Status st = lnet::testing::SendFrame(fd, h, body, {});
+    Result<lnet::testing::Frame> r = st.ok() ? lnet::testing::RecvFrame(fd)
+                                             : Result<lnet::testing::Frame>(st);
+    close(fd);
+    return r;
+  };
+  auto restart = [&] {
+    server_->Stop();
+    lnet::ServerOptions so;
+    so.name = "mds-test";
+    so.fsname = "testfs";
+    so.reply_cache_opcodes = MdsService::ReplyCacheOpcodes();
+    server_ = std::make_unique<lnet::RpcServer>(so);
+    service_->Register(server_.get());
+    ASSERT_TRUE(server_->Start(*lnet::Nid::Parse("127.0.0.1@tcp:0")).ok());
+  };
+  auto first = send(server_->port(), 0);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->h.status, 0) << first->body;
+  proto::EntryReply created;
+  ASSERT_TRUE(created.ParseFromString(first->body));
+
+  restart();
+  auto resent = send(server_->port(), lnet::kFlagResend);
+  ASSERT_TRUE(resent.ok()) << resent.status().ToString();
+  ASSERT_EQ(resent->h.status, 0) << resent->body;
+  proto::EntryReply again;
+  ASSERT_TRUE(again.ParseFromString(resent->body));
+  EXPECT_EQ(again.attr().ino(), created.attr().ino());
+
+  restart();
+  auto unmarked = send(server_->port(), 0);
+  ASSERT_TRUE(unmarked.ok()) << unmarked.status().ToString();
+  EXPECT_EQ(unmarked->h.status, static_cast<int32_t>(Code::kExist)) << unmarked->body;
 }
 
 TEST_F(MdsServiceTest, GarbageBodyIsProtocolErrorAndServerKeepsServing) {

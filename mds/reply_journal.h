@@ -3,7 +3,8 @@
 // uuid, same xid) gets the original answer instead of, say, EEXIST for its own create.
 //
 // The RPC server's in-memory reply cache (lnet/reply_cache.h) answers resends while the MDS
-// runs; this journal covers restarts. MdsService wraps each non-idempotent handler in a
+// runs; this journal covers restarts. MdsService looks a reply up here only for requests that
+// say they may have been done before: resends (kFlagResend) and replays (kFlagReplay). MdsService wraps each non-idempotent handler in a
 // ScopedReplyJournal naming (client uuid, xid) and the reply message; Txn::Commit adds
 // R<uuid><xid> -> serialized reply to its batch when a journal is active on the thread
 // (operations fill their reply before committing). Older records of a client are trimmed

@@ -41,6 +41,8 @@ struct ExchangeArgs {
   // A replay (kFlagReplay) carries the transno of its first reply.
   bool replay = false;
   uint64_t replay_transno = 0;
+  // Not the first attempt of this xid (kFlagResend).
+  bool resend = false;
   // Where FinishReply puts the reply's transno and last_committed, when set.
   uint64_t* reply_transno = nullptr;
   uint64_t* reply_committed = nullptr;
