@@ -43,8 +43,8 @@ class UringIo {
   };
   static Status ReadAll(std::span<ReadRange> ranges);
 
-  // Writes all of data at `offset`. For O_DIRECT descriptors: the ring completes those
-  // without a helper thread.
+  // Writes all of data at `offset` through the ring: for O_DIRECT descriptors, whose writes
+  // the ring completes without a helper thread.
   static Status WriteAt(int fd, std::span<const uint8_t> data, uint64_t offset);
 
   // Writes all of data at `offset` of a buffered descriptor, with pwrite(2) from the calling
