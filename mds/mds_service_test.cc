@@ -26,18 +26,9 @@ using testing::MdsFixture;
 class MdsServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    lnet::ServerOptions so;
-    so.name = "mds-test";
-    so.fsname = "testfs";
-    so.worker_threads = 4;
-    so.reply_cache_opcodes = MdsService::ReplyCacheOpcodes();
-    server_ = std::make_unique<lnet::RpcServer>(so);
     queue_ = std::make_unique<DestroyQueue>(&f_.ns(), &f_.gateway(), 50);
     service_ = std::make_unique<MdsService>(&f_.ns(), queue_.get());
-    service_->Register(server_.get());
-    auto nid = lnet::Nid::Parse("127.0.0.1@tcp:0");
-    ASSERT_TRUE(nid.ok());
-    ASSERT_TRUE(server_->Start(*nid).ok());
+    StartServer();
     auto peer = lnet::Nid::Parse("127.0.0.1@tcp:" + std::to_string(server_->port()));
     ASSERT_TRUE(peer.ok());
     lnet::ClientOptions co;
@@ -45,6 +36,20 @@ class MdsServiceTest : public ::testing::Test {
     co.retry_deadline_ms = 10'000;
     client_ = std::make_unique<lnet::RpcClient>(*peer, co);
     queue_->Start();
+  }
+  // A new RPC server for service_ on a free port (a restart: its reply cache starts empty).
+  void StartServer() {
+    if (server_) server_->Stop();
+    lnet::ServerOptions so;
+    so.name = "mds-test";
+    so.fsname = "testfs";
+    so.worker_threads = 4;
+    so.reply_cache_opcodes = MdsService::ReplyCacheOpcodes();
+    server_ = std::make_unique<lnet::RpcServer>(so);
+    service_->Register(server_.get());
+    auto nid = lnet::Nid::Parse("127.0.0.1@tcp:0");
+    ASSERT_TRUE(nid.ok());
+    ASSERT_TRUE(server_->Start(*nid).ok());
   }
   void TearDown() override {
     client_.reset();
@@ -268,23 +273,13 @@ TEST_F(MdsServiceTest, AResendAfterARestartGetsTheJournaledReply) {
     close(fd);
     return r;
   };
-  auto restart = [&] {
-    server_->Stop();
-    lnet::ServerOptions so;
-    so.name = "mds-test";
-    so.fsname = "testfs";
-    so.reply_cache_opcodes = MdsService::ReplyCacheOpcodes();
-    server_ = std::make_unique<lnet::RpcServer>(so);
-    service_->Register(server_.get());
-    ASSERT_TRUE(server_->Start(*lnet::Nid::Parse("127.0.0.1@tcp:0")).ok());
-  };
   auto first = send(server_->port(), 0);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   ASSERT_EQ(first->h.status, 0) << first->body;
   proto::EntryReply created;
   ASSERT_TRUE(created.ParseFromString(first->body));
 
-  restart();
+  StartServer();
   auto resent = send(server_->port(), lnet::kFlagResend);
   ASSERT_TRUE(resent.ok()) << resent.status().ToString();
   ASSERT_EQ(resent->h.status, 0) << resent->body;
@@ -292,7 +287,7 @@ TEST_F(MdsServiceTest, AResendAfterARestartGetsTheJournaledReply) {
   ASSERT_TRUE(again.ParseFromString(resent->body));
   EXPECT_EQ(again.attr().ino(), created.attr().ino());
 
-  restart();
+  StartServer();
   auto unmarked = send(server_->port(), 0);
   ASSERT_TRUE(unmarked.ok()) << unmarked.status().ToString();
   EXPECT_EQ(unmarked->h.status, static_cast<int32_t>(Code::kExist)) << unmarked->body;

@@ -3,13 +3,13 @@
 // Every close(2) ends in a RELEASE, and every release of an MDS open handle in a CLOSE
 // request. Most report no write (a file that was read, with the read's atime when relatime
 // asks for one; a file created and closed without a write; a file whose size went with its
-// flush): their CLOSE only drops the handle, and at most sets an atime. The release already does not wait for it, but each one costs an
-// RPC of MDS and client CPU, and on two cores a create loop spent a quarter of its time on
-// them. Such closes wait here for up to the gather time (10 ms by default), or until
+// flush): their CLOSE only drops the handle, and at most sets an atime. The release already
+// does not wait for it, but each one costs an RPC of MDS and client CPU, and on two cores a
+// create loop spent a quarter of its time on them. Such closes wait here for up to the gather time (10 ms by default), or until
 // kMaxBatch are waiting, and go in one OP_MDS_CLOSE_BATCH.
 //
-// What the delay changes: the MDS sees the handle open for up to the gather time more. An unlinked
-// file's objects then go that much later; an operation that a writer refuses (lfs migrate,
+// What the delay changes: the MDS sees the handle open for up to the gather time more. An
+// unlinked file's objects then go that much later; an operation that a writer refuses (lfs migrate,
 // mirror split) first asks every mount to Flush (LeaseRevokeRequest.flush_closes), so it never
 // fails for a handle already closed — which is why a handle opened for writing is gathered
 // only while the mount's leases (and so its callback) work (StriaFs::ReportSize).
