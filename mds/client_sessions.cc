@@ -141,15 +141,22 @@ void ClientSessions::FillKeepalive(proto::KeepaliveReply* rep) const {
 }
 
 void ClientSessions::Opened(const std::string& client, uint64_t handle, uint64_t ino,
-                            uint32_t capa_ops) {
+                            uint32_t capa_ops, bool writer) {
   std::lock_guard lock(mu_);
   Session& s = sessions_[client];
   s.last_seen = Clock::now();
+  if (auto old = s.handles.find(handle); old != s.handles.end()) {
+    DropWriterLocked(client, s, handle, old->second);
+  }
   s.handles[handle] = ino;
   if (capa_ops != 0) {
     s.capa_ops[handle] = capa_ops;
   } else {
     s.capa_ops.erase(handle);
+  }
+  if (writer) {
+    s.writer_handles.insert(handle);
+    ++writers_[ino][client];
   }
 }
 
@@ -157,8 +164,35 @@ void ClientSessions::Closed(const std::string& client, uint64_t handle) {
   std::lock_guard lock(mu_);
   auto it = sessions_.find(client);
   if (it == sessions_.end()) return;
+  if (auto h = it->second.handles.find(handle); h != it->second.handles.end()) {
+    DropWriterLocked(client, it->second, handle, h->second);
+  }
   it->second.handles.erase(handle);
   it->second.capa_ops.erase(handle);
+}
+
+bool ClientSessions::DropWriterLocked(const std::string& client, Session& s, uint64_t handle,
+                                      uint64_t ino) {
+  if (s.writer_handles.erase(handle) == 0) return false;
+  auto w = writers_.find(ino);
+  if (w == writers_.end()) return true;
+  auto c = w->second.find(client);
+  if (c != w->second.end() && --c->second <= 0) w->second.erase(c);
+  if (w->second.empty()) writers_.erase(w);
+  return true;
+}
+
+std::vector<std::string> ClientSessions::OtherWriters(uint64_t ino,
+                                                      const std::string& client) const {
+  std::vector<std::string> out;
+  std::lock_guard lock(mu_);
+  if (writers_.empty()) return out;
+  auto w = writers_.find(ino);
+  if (w == writers_.end()) return out;
+  for (const auto& [holder, n] : w->second) {
+    if (holder != client) out.push_back(holder);
+  }
+  return out;
 }
 
 std::optional<uint32_t> ClientSessions::HandleCapaOps(const std::string& client,
@@ -179,6 +213,7 @@ bool ClientSessions::Recovering() const {
 
 size_t ClientSessions::Tick(Clock::time_point now) {
   std::vector<std::pair<uint64_t, uint64_t>> to_close;  // (handle, ino)
+  std::vector<uint64_t> lost_writers;                   // inos held open for writing
   size_t evicted = 0;
   bool reap = false;
   {
@@ -194,11 +229,17 @@ size_t ClientSessions::Tick(Clock::time_point now) {
         LOG_WARN("evicting client {}: silent for {} ms; {} locks dropped, {} handles closed",
                  it->first, options_.lease_ms, dropped, it->second.handles.size());
       }
-      for (const auto& [handle, ino] : it->second.handles) to_close.emplace_back(handle, ino);
+      for (const auto& [handle, ino] : it->second.handles) {
+        to_close.emplace_back(handle, ino);
+        if (DropWriterLocked(it->first, it->second, handle, ino)) lost_writers.push_back(ino);
+      }
       it = sessions_.erase(it);
       ++evicted;
     }
     if (!recovered_ && now >= recovery_end_) recovered_ = reap = true;
+  }
+  if (options_.writer_lost) {
+    for (uint64_t ino : lost_writers) options_.writer_lost(ino);
   }
   for (const auto& [handle, ino] : to_close) {
     proto::CloseRequest req;

@@ -19,12 +19,15 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "common/lock_table.h"
 #include "common/status.h"
@@ -35,6 +38,10 @@ namespace stria::mds {
 
 struct ClientSessionOptions {
   int lease_ms = 60'000;  // a client silent this long is evicted; also the recovery window
+  // Called (without the sessions' lock) for each file an evicted client held open for
+  // writing, before its handle is closed: the size it may not have reported is glimpsed
+  // from the OSTs (mds/size_glimpse.h). Null: nothing.
+  std::function<void(uint64_t ino)> writer_lost;
 };
 
 class ClientSessions {
@@ -61,8 +68,14 @@ class ClientSessions {
 
   // Bookkeeping of open handles per client, for eviction and capability renewal.
   // capa_ops: the CapaOps the open was granted (0: unknown, a handle reopened after a restart).
-  void Opened(const std::string& client, uint64_t handle, uint64_t ino, uint32_t capa_ops = 0);
+  // writer: opened for writing (the client may hold a size it has not reported yet).
+  void Opened(const std::string& client, uint64_t handle, uint64_t ino, uint32_t capa_ops = 0,
+              bool writer = false);
   void Closed(const std::string& client, uint64_t handle);
+  // The clients other than `client` holding `ino` open for writing. A mount reports the
+  // size of what it wrote with its gathered closes (close_batcher.h), so before another
+  // client reads or changes the inode's attributes, these are asked to send them.
+  std::vector<std::string> OtherWriters(uint64_t ino, const std::string& client) const;
   // The capa_ops of `client`'s open handle `handle` of `ino`; nullopt when it has no such
   // handle (OP_MDS_CAPA_RENEW).
   std::optional<uint32_t> HandleCapaOps(const std::string& client, uint64_t handle,
@@ -81,7 +94,10 @@ class ClientSessions {
     Clock::time_point last_seen;
     std::map<uint64_t, uint64_t> handles;  // handle -> ino
     std::map<uint64_t, uint32_t> capa_ops;  // handle -> CapaOps granted at open (if known)
+    std::set<uint64_t> writer_handles;      // the handles opened for writing
   };
+  // REQUIRES mu_. Forgets `handle` of `client` in writers_; false when it was no writer's.
+  bool DropWriterLocked(const std::string& client, Session& s, uint64_t handle, uint64_t ino);
 
   void Run();
 
@@ -92,6 +108,8 @@ class ClientSessions {
 
   mutable std::mutex mu_;
   std::unordered_map<std::string, Session> sessions_;  // GUARDED_BY(mu_)
+  // ino -> (client -> handles it holds open for writing on it)
+  std::unordered_map<uint64_t, std::map<std::string, int>> writers_;  // GUARDED_BY(mu_)
   LockTable locks_;                                     // GUARDED_BY(mu_)
   bool recovered_ = false;                              // GUARDED_BY(mu_): window over
   bool stop_ = false;                                   // GUARDED_BY(mu_)

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
 
 #include "mds/destroy_queue.h"
 #include "mds/mds_test_util.h"
@@ -29,7 +32,9 @@ proto::LockRequest WriteLock(uint64_t ino, uint64_t start, uint64_t end) {
 
 // A session table whose recovery window is already over.
 struct Sessions {
-  explicit Sessions(Namespace* ns, int lease_ms = 1000) : s(ns, {.lease_ms = lease_ms}) {
+  explicit Sessions(Namespace* ns, int lease_ms = 1000,
+                    std::function<void(uint64_t)> writer_lost = nullptr)
+      : s(ns, {.lease_ms = lease_ms, .writer_lost = std::move(writer_lost)}) {
     s.Tick(ClientSessions::Clock::now() + std::chrono::milliseconds(lease_ms));
   }
   ClientSessions s;
@@ -37,7 +42,7 @@ struct Sessions {
 
 TEST(ClientSessionsTest, NewLocksWaitForTheRecoveryWindowButReplaysDoNot) {
   MdsFixture f;
-  ClientSessions s(&f.ns(), {.lease_ms = 60'000});
+  ClientSessions s(&f.ns(), {.lease_ms = 60'000, .writer_lost = nullptr});
   proto::LockReply rep;
   EXPECT_EQ(s.Lock("a", WriteLock(5, 0, 9), &rep).code(), Code::kNotReady);
   proto::LockRequest replay = WriteLock(5, 0, 9);
@@ -99,6 +104,35 @@ TEST(ClientSessionsTest, SilentClientsAreEvictedWithTheirLocksAndHandles) {
   EXPECT_EQ(f.ns().GetInode(ino).status().code(), Code::kNoEnt);
 }
 
+TEST(ClientSessionsTest, WritersAreKnownPerFileAndAnEvictedOneIsReported) {
+  MdsFixture f;
+  f.AddOsts(1);
+  std::vector<uint64_t> lost;
+  Sessions t(&f.ns(), 1000, [&](uint64_t ino) { lost.push_back(ino); });
+  const uint64_t ino = f.Mkfile(kRootIno, "w").attr().ino();
+  uint64_t handles[3];
+  for (uint64_t& h : handles) {
+    proto::OpenRequest oreq;
+    oreq.set_ino(ino);
+    oreq.set_flags(O_RDWR);
+    proto::OpenReply orep;
+    ASSERT_TRUE(Open(f.ns(), oreq, &orep).ok());
+    h = orep.handle();
+  }
+  t.s.Opened("a", handles[0], ino, 0, /*writer=*/true);
+  t.s.Opened("a", handles[1], ino, 0, /*writer=*/true);
+  t.s.Opened("b", handles[2], ino, 0, /*writer=*/false);  // a reader is nobody's concern
+  EXPECT_EQ(t.s.OtherWriters(ino, "b"), std::vector<std::string>{"a"});
+  EXPECT_TRUE(t.s.OtherWriters(ino, "a").empty()) << "a client is not asked about itself";
+  EXPECT_TRUE(t.s.OtherWriters(ino + 1, "b").empty());
+  t.s.Closed("a", handles[0]);
+  EXPECT_EQ(t.s.OtherWriters(ino, "b"), std::vector<std::string>{"a"}) << "one handle left";
+  t.s.Touch("b");
+  EXPECT_EQ(t.s.Tick(ClientSessions::Clock::now() + 2s), 2u);
+  EXPECT_EQ(lost, std::vector<uint64_t>{ino}) << "the evicted writer's file is glimpsed";
+  EXPECT_TRUE(t.s.OtherWriters(ino, "b").empty());
+}
+
 TEST(ClientSessionsTest, ReopenedOrphansSurviveARestartOthersAreReaped) {
   MdsFixture f;
   f.AddOsts(1);
@@ -116,7 +150,7 @@ TEST(ClientSessionsTest, ReopenedOrphansSurviveARestartOthersAreReaped) {
   ASSERT_TRUE(f.Unlink(kRootIno, "kept", false).ok());
   ASSERT_TRUE(f.Unlink(kRootIno, "lost", false).ok());
   f.Reopen(/*reap_orphans=*/false);
-  ClientSessions s(&f.ns(), {.lease_ms = 1000});
+  ClientSessions s(&f.ns(), {.lease_ms = 1000, .writer_lost = nullptr});
   proto::ReopenRequest rreq;
   rreq.set_ino(kept);
   rreq.set_handle(handles[0]);

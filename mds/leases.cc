@@ -200,23 +200,42 @@ void LeaseTable::SendRevocations(const Who& who) {
 }
 
 size_t LeaseTable::FlushCloses() {
-  std::vector<std::pair<std::string, std::shared_ptr<lnet::RpcClient>>> all;
+  std::vector<std::string> all;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [client, c] : clients_) all.emplace_back(client, c.rpc);
+    for (const auto& [client, c] : clients_) all.push_back(client);
   }
-  size_t answered = 0;
-  for (const auto& [client, rpc] : all) {
+  return all.size() - FlushClosesOf(all).size();
+}
+
+std::vector<std::string> LeaseTable::FlushClosesOf(const std::vector<std::string>& clients) {
+  std::vector<std::pair<std::string, std::shared_ptr<lnet::RpcClient>>> asked;
+  {
+    std::lock_guard lock(mu_);
+    for (const std::string& client : clients) {
+      if (auto c = clients_.find(client); c != clients_.end()) {
+        asked.emplace_back(client, c->second.rpc);
+      }
+    }
+  }
+  std::vector<std::string> failed;
+  for (const auto& [client, rpc] : asked) {
     proto::LeaseRevokeRequest req;
     req.set_flush_closes(true);
     proto::LeaseRevokeReply rep;
-    if (Status st = rpc->Call(proto::OP_CLIENT_LEASE_REVOKE, req, &rep); st.ok()) {
-      ++answered;
-    } else {
-      LOG_WARN("client {}: asked to send its gathered closes: {}", client, st.ToString());
+    if (Status st = rpc->Call(proto::OP_CLIENT_LEASE_REVOKE, req, &rep); !st.ok()) {
+      // As a revocation not answered: the client loses its leases (and registers again).
+      LOG_WARN("client {}: asked to send its gathered closes: {}; dropping all its leases",
+               client, st.ToString());
+      failed.push_back(client);
+      std::lock_guard lock(mu_);
+      ++counters_.revoke_failures;
+      if (auto c = clients_.find(client); c != clients_.end() && c->second.rpc == rpc) {
+        ForgetLocked(client);
+      }
     }
   }
-  return answered;
+  return failed;
 }
 
 void LeaseTable::Revoke(const std::string& requester, const MdChanges& changes) {

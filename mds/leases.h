@@ -131,6 +131,11 @@ class LeaseTable {
   // writing refuses: a handle closed a few milliseconds ago may not have reached us yet.
   // Returns how many clients answered.
   size_t FlushCloses();
+  // The same for the registered clients among `clients` only (a file they hold open for
+  // writing: the size of what they wrote goes with those closes). Returns the registered
+  // clients that did not answer (they lose their leases, as for a revocation); unregistered
+  // ones gather nothing and are skipped.
+  std::vector<std::string> FlushClosesOf(const std::vector<std::string>& clients);
 
   struct Counters {
     uint64_t granted = 0;

@@ -122,4 +122,17 @@ Status LnetOstGateway::SyncObjects(const proto::OstInfo& ost,
   return client->Call(proto::OP_OST_SYNC, req, &rep);
 }
 
+Result<uint64_t> LnetOstGateway::ObjectSize(const proto::OstInfo& ost,
+                                            const proto::ObjectId& object) {
+  STRIA_ASSIGN_OR_RETURN(auto client, ClientFor(ost));
+  proto::OstGetattrRequest req;
+  *req.mutable_object() = object;
+  if (capa_) Sign(proto::CAPA_READ, req.mutable_capa());
+  proto::OstGetattrReply rep;
+  Status st = client->Call(proto::OP_OST_GETATTR, req, &rep);
+  if (st.code() == Code::kNoEnt) return uint64_t{0};
+  STRIA_RETURN_IF_ERROR(st);
+  return rep.exists() ? rep.size() : 0;
+}
+
 }  // namespace stria::mds

@@ -38,6 +38,7 @@ class LnetOstGateway : public OstGateway {
                         uint64_t size) override;
   Status SyncObjects(const proto::OstInfo& ost,
                      const std::vector<proto::ObjectId>& objects) override;
+  Result<uint64_t> ObjectSize(const proto::OstInfo& ost, const proto::ObjectId& object) override;
 
  private:
   Result<std::shared_ptr<lnet::RpcClient>> ClientFor(const proto::OstInfo& ost);

@@ -35,6 +35,7 @@
 #include "mds/destroy_queue.h"
 #include "mds/lnet_ost_gateway.h"
 #include "mds/mirror_resync.h"
+#include "mds/size_glimpse.h"
 #include "mds/internal/power_loss_fs.h"
 #include "mds/mds_service.h"
 #include "mds/namespace.h"
@@ -244,6 +245,7 @@ int main(int argc, char** argv) {
   // Copies good bytes into stale mirrors, by itself once their OSTs are back.
   stria::mds::MirrorResync resync(ns->get(), &gateway);
   service_options.resync = &resync;
+  service_options.gateway = &gateway;  // sizes a dead writer did not report
 
   stria::lnet::ServerOptions sopts;
   sopts.name = "stria-mds";
@@ -254,7 +256,15 @@ int main(int argc, char** argv) {
   sopts.keys = keys;
   sopts.role = "mds";
   stria::lnet::RpcServer server(sopts);
-  stria::mds::ClientSessions sessions(ns->get(), {.lease_ms = lease_ms});
+  stria::mds::Namespace* const nsp = ns->get();
+  stria::mds::ClientSessions sessions(
+      nsp, {.lease_ms = lease_ms, .writer_lost = [nsp, &gateway](uint64_t ino) {
+              if (auto size = stria::mds::RaiseSizeToObjects(*nsp, gateway, ino);
+                  !size.ok() && size.status().code() != stria::Code::kNoEnt) {
+                LOG_WARN("inode {} of an evicted writer: size not glimpsed: {}", ino,
+                         size.status().ToString());
+              }
+            }});
   stria::mds::MdsService service(ns->get(), &queue, service_options, &sessions);
   service.Register(&server);
   stria::Status st = server.Start(*nid);

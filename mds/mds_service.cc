@@ -4,15 +4,19 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "common/log.h"
 #include "lnet/stats_service.h"
 #include "lnet/lnd.h"
+#include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
 #include "mds/mirror_resync.h"
 #include "mds/ops/ops.h"
 #include "mds/reply_journal.h"
+#include "mds/size_glimpse.h"
 
 namespace stria::mds {
 
@@ -80,27 +84,64 @@ bool FlushedClosesAfterBusy(LeaseTable* leases, const Status& st) {
   return leases != nullptr && st.code() == Code::kBusy && leases->FlushCloses() > 0;
 }
 
+// Sizes that writers have not reported yet. A mount reports what it wrote with the closes
+// it gathers (client/fuse/close_batcher.h), a few milliseconds after close(2) returned, or
+// when the MDS asks for them: so before another client reads or changes the attributes of
+// `ino`, every other client holding it open for writing is asked to send them (Lustre asks
+// the holders of a file's extent locks for its size the same way). True when there were
+// such writers: the inode may have changed since the caller read it.
+// A writer that does not answer (dead, cut off) loses its leases, and the size comes from
+// the OSTs instead (mds/size_glimpse.h).
+bool SettleWriters(ClientSessions* sessions, LeaseTable* leases, Namespace& ns,
+                   OstGateway* gateway, uint64_t ino, const std::string& client) {
+  if (sessions == nullptr || leases == nullptr || ino == 0) return false;
+  const std::vector<std::string> others = sessions->OtherWriters(ino, client);
+  if (others.empty()) return false;
+  if (!leases->FlushClosesOf(others).empty() && gateway != nullptr) {
+    if (auto size = RaiseSizeToObjects(ns, *gateway, ino); !size.ok()) {
+      LOG_WARN("inode {}: its writer did not report its size, and the OSTs could not be "
+               "asked: {}", ino, size.status().ToString());
+    }
+  }
+  return true;
+}
+
+// The attributes of `attr`'s inode read again (after SettleWriters).
+void RereadAttr(const Namespace& ns, proto::Attr* attr) {
+  if (auto rec = ns.GetInode(attr->ino()); rec.ok()) FillReply(*rec, attr, nullptr);
+}
+
+// Requests that read or change an inode's attributes, named by ino: settled first. A close
+// changes nothing another writer's size report could contradict (sizes only grow there).
+template <typename Req>
+constexpr bool kSettlesFirst = requires(const Req& r) { r.ino(); } &&
+                               !std::is_same_v<Req, proto::CloseRequest>;
+
 // Metadata leases for the reply of a successful LOOKUP, CREATE or GETATTR (mds/leases.h):
 // an entry lease on the directory the name is in, an attribute lease on the inode named.
+// No attribute lease while another client holds the inode open for writing: its size
+// changes at that client's close without the MDS hearing of it at once (SettleWriters).
 template <typename Req, typename Rep>
-void GrantLeases(LeaseTable& leases, const std::string& client, uint64_t snapshot,
-                 const Req& req, Rep* rep) {
+void GrantLeases(LeaseTable& leases, const ClientSessions* sessions, const std::string& client,
+                 uint64_t snapshot, const Req& req, Rep* rep) {
   using Kind = LeaseTable::Kind;
+  auto attr_lease = [&](uint64_t ino) -> uint32_t {
+    if (sessions != nullptr && !sessions->OtherWriters(ino, client).empty()) return 0;
+    return leases.Grant(client, Kind::kAttr, ino, snapshot);
+  };
   if constexpr (std::is_same_v<Req, proto::LookupRequest> ||
                 std::is_same_v<Req, proto::CreateRequest>) {
     if (req.name() != "." && req.name() != "..") {
       rep->set_entry_lease_ms(leases.Grant(client, Kind::kEntry, req.parent(), snapshot));
     }
-    if (rep->attr().ino() != 0) {
-      rep->set_attr_lease_ms(leases.Grant(client, Kind::kAttr, rep->attr().ino(), snapshot));
-    }
+    if (rep->attr().ino() != 0) rep->set_attr_lease_ms(attr_lease(rep->attr().ino()));
     if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
       if (S_ISDIR(rep->attr().mode())) {
         rep->set_dir_lease_ms(leases.Grant(client, Kind::kEntry, rep->attr().ino(), snapshot));
       }
     }
   } else if constexpr (std::is_same_v<Req, proto::GetattrRequest>) {
-    rep->set_attr_lease_ms(leases.Grant(client, Kind::kAttr, req.ino(), snapshot));
+    rep->set_attr_lease_ms(attr_lease(req.ino()));
   }
 }
 
@@ -120,9 +161,11 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
   ClientSessions* sessions = sessions_;
   std::shared_ptr<MdStats> md = stats_;
   LeaseTable* leases = options_.leases.get();
+  OstGateway* gateway = options_.gateway;
   server->Register<Req, Rep>(
       static_cast<uint16_t>(op),
-      [ns, queue, fn, op, journaled, lazy, options, sessions, md, leases](lnet::RpcContext& ctx,
+      [ns, queue, fn, op, journaled, lazy, options, sessions, md, leases,
+       gateway](lnet::RpcContext& ctx,
                                                             const Req& wire_req,
                                                             Rep* rep) -> Status {
         const auto t0 = std::chrono::steady_clock::now();
@@ -138,6 +181,9 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           if (wire_req.replay_ino() != 0 && !ctx.replay) {
             return Status(Code::kInval, "replay_ino is for replayed creates only");
           }
+        }
+        if constexpr (kSettlesFirst<Req>) {
+          SettleWriters(sessions, leases, *ns, gateway, wire_req.ino(), ctx.client_uuid);
         }
         Req storage;
         const Req& req = Squashed(wire_req, options, ctx, &storage);
@@ -185,6 +231,27 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
             st = fn(*ns, req, rep);
           }
         }
+        if constexpr (std::is_same_v<Req, proto::OpenRequest>) {
+          // Another client's cached size would go stale at this writer's close, which the
+          // MDS may hear of only later (SettleWriters): it forgets its copy now.
+          if (st.ok() && (CapaOpsForOpen(req.flags()) & proto::CAPA_WRITE)) {
+            changes.inos.insert(req.ino());
+          }
+        } else if constexpr (std::is_same_v<Req, proto::LookupRequest>) {
+          if (st.ok() && SettleWriters(sessions, leases, *ns, gateway, rep->attr().ino(),
+                                       ctx.client_uuid)) {
+            RereadAttr(*ns, rep->mutable_attr());
+          }
+        } else if constexpr (std::is_same_v<Req, proto::ReaddirRequest>) {
+          if (st.ok()) {
+            for (proto::DirEntry& e : *rep->mutable_entries()) {
+              if (e.has_attr() &&
+                  SettleWriters(sessions, leases, *ns, gateway, e.ino(), ctx.client_uuid)) {
+                RereadAttr(*ns, e.mutable_attr());
+              }
+            }
+          }
+        }
         // Before anyone learns of the change, no other client still trusts a cached copy.
         if (leases && !changes.empty()) leases->Revoke(ctx.client_uuid, changes);
         if (st.ok()) {
@@ -205,15 +272,17 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           return st;
         }
         if (queue) queue->Kick();
-        if (leases) GrantLeases(*leases, ctx.client_uuid, lease_snapshot, req, rep);
+        if (leases) GrantLeases(*leases, sessions, ctx.client_uuid, lease_snapshot, req, rep);
         const uint32_t capa_ops =
             options.capa ? GrantCapabilities(*options.capa, *ns, ctx, req, rep) : 0;
         if (sessions) {
           if constexpr (std::is_same_v<Req, proto::OpenRequest>) {
-            sessions->Opened(ctx.client_uuid, rep->handle(), req.ino(), capa_ops);
+            sessions->Opened(ctx.client_uuid, rep->handle(), req.ino(), capa_ops,
+                             (CapaOpsForOpen(req.flags()) & proto::CAPA_WRITE) != 0);
           } else if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
             if (req.open()) {
-              sessions->Opened(ctx.client_uuid, rep->handle(), rep->attr().ino(), capa_ops);
+              sessions->Opened(ctx.client_uuid, rep->handle(), rep->attr().ino(), capa_ops,
+                               S_ISREG(rep->attr().mode()));
             }
           } else if constexpr (std::is_same_v<Req, proto::CloseRequest>) {
             sessions->Closed(ctx.client_uuid, req.handle());

@@ -33,6 +33,7 @@
 namespace stria::mds {
 
 class MirrorResync;
+class OstGateway;
 
 struct MdsServiceOptions {
   // Root squash: requests from uid 0 run as squash_uid:squash_gid (no supplementary groups),
@@ -53,6 +54,9 @@ struct MdsServiceOptions {
   // The mirror resync (mds/mirror_resync.h): OP_MDS_MIRROR's RESYNC and EXTEND copy through
   // it, and lctl get_param mdt.FS-MDT0000.mirror_resync shows it. Null: no resync.
   MirrorResync* resync = nullptr;
+  // How the MDS reaches OSTs for object sizes (mds/size_glimpse.h): a file's writer that
+  // does not answer when asked for the size it holds is glimpsed. Null: never glimpsed.
+  OstGateway* gateway = nullptr;
   // Metadata leases (mds/leases.h): granted with LOOKUP, CREATE and GETATTR replies to
   // registered clients, and revoked before every change is answered. Null: none.
   std::shared_ptr<LeaseTable> leases;

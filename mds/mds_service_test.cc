@@ -169,7 +169,7 @@ TEST_F(MdsServiceTest, CreateWithOpenAndSync) {
   EXPECT_EQ(f_.ns().wal_syncs(), syncs + 1) << "OP_MDS_SYNC did not sync the unsynced close";
 }
 
-TEST_F(MdsServiceTest, CloseBatchClosesEachAndRefusesWhatReportsSomething) {
+TEST_F(MdsServiceTest, CloseBatchDoesEachInOrderAndRefusesASyncedOne) {
   f_.AddOsts(1);
   proto::CreateRequest c;
   c.set_parent(kRootIno);
@@ -191,10 +191,14 @@ TEST_F(MdsServiceTest, CloseBatchClosesEachAndRefusesWhatReportsSomething) {
   unknown->set_ino(opened[0].second);
   unknown->set_handle(opened.back().first + 1000);
 
-  // A close that reports a write has no place in a batch: the whole batch is refused.
+  // A synced close has no place in a batch, nor one that names no handle and reports no
+  // write: the whole batch is refused.
   proto::CloseBatchRequest bad = batch;
-  bad.mutable_closes(1)->set_wrote(true);
+  bad.mutable_closes(1)->set_sync(true);
   proto::CloseBatchReply rep;
+  EXPECT_EQ(client_->Call(proto::OP_MDS_CLOSE_BATCH, bad, &rep).code(), Code::kInval);
+  bad = batch;
+  bad.mutable_closes(1)->set_handle(0);
   EXPECT_EQ(client_->Call(proto::OP_MDS_CLOSE_BATCH, bad, &rep).code(), Code::kInval);
   proto::CloseBatchRequest big;
   for (int i = 0; i <= kMaxCloseBatch; ++i) *big.add_closes() = batch.closes(0);
@@ -204,10 +208,24 @@ TEST_F(MdsServiceTest, CloseBatchClosesEachAndRefusesWhatReportsSomething) {
     for (auto [h, ino] : opened) EXPECT_TRUE(f_.ns().HandleOpenLocked(h, ino));
   }
 
+  // A size report (a flush: no handle) goes first, in order, before the handle's release.
+  proto::CloseRequest size;
+  size.set_ino(opened[2].second);
+  size.set_wrote(true);
+  size.set_size(12'345);
+  size.set_mtime_ns(1'700'000'000'000'000'000);
+  batch.mutable_closes()->Add(std::move(size));
+  batch.mutable_closes()->SwapElements(2, batch.closes_size() - 1);
   ASSERT_TRUE(client_->Call(proto::OP_MDS_CLOSE_BATCH, batch, &rep).ok());
-  EXPECT_EQ(rep.closed(), 4u);  // an unknown handle's close drops nothing, as OP_MDS_CLOSE
-  std::lock_guard lock(f_.ns().open_mutex());
-  for (auto [h, ino] : opened) EXPECT_FALSE(f_.ns().HandleOpenLocked(h, ino));
+  EXPECT_EQ(rep.closed(), 5u);  // an unknown handle's close drops nothing, as OP_MDS_CLOSE
+  {
+    std::lock_guard lock(f_.ns().open_mutex());
+    for (auto [h, ino] : opened) EXPECT_FALSE(f_.ns().HandleOpenLocked(h, ino));
+  }
+  Result<InodeRecord> rec = f_.ns().GetInode(opened[2].second);
+  ASSERT_TRUE(rec.ok()) << rec.status().ToString();
+  EXPECT_EQ(rec->attr.size(), 12'345u);
+  EXPECT_EQ(rec->attr.mtime_ns(), 1'700'000'000'000'000'000);
 }
 
 // The client's session forgets a handle closed in a batch as it does one closed alone: an

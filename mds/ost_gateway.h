@@ -1,5 +1,5 @@
-// OstGateway: how the MDS talks to OSTs (destroying orphaned objects, statfs, and the
-// object I/O of a mirror resync).
+// OstGateway: how the MDS talks to OSTs (destroying orphaned objects, statfs, the object
+// I/O of a mirror resync, and object sizes).
 //
 // The seam between the namespace and the network: the MDS's real implementation
 // (LnetOstGateway, mds/lnet_ost_gateway.h) sends RPCs with lnet::RpcClient; unit tests plug
@@ -42,6 +42,9 @@ class OstGateway {
   // Makes the objects' data durable (fdatasync on the OST).
   virtual Status SyncObjects(const proto::OstInfo& ost,
                              const std::vector<proto::ObjectId>& objects);
+  // The object's size (0 for one that does not exist): a glimpse, for a size whose writer
+  // is gone before reporting it (mds/size_glimpse.h).
+  virtual Result<uint64_t> ObjectSize(const proto::OstInfo& ost, const proto::ObjectId& object);
 };
 
 inline Result<size_t> OstGateway::ReadObject(const proto::OstInfo&, const proto::ObjectId&,
@@ -58,6 +61,10 @@ inline Status OstGateway::TruncateObject(const proto::OstInfo&, const proto::Obj
 }
 inline Status OstGateway::SyncObjects(const proto::OstInfo&,
                                       const std::vector<proto::ObjectId>&) {
+  return Status(Code::kNotSup, "this OST gateway does no object I/O");
+}
+
+inline Result<uint64_t> OstGateway::ObjectSize(const proto::OstInfo&, const proto::ObjectId&) {
   return Status(Code::kNotSup, "this OST gateway does no object I/O");
 }
 

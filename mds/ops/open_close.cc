@@ -137,8 +137,9 @@ Status CloseBatch(Namespace& ns, const proto::CloseBatchRequest& req,
     return Status(Code::kInval, fmt::format("more than {} closes in one batch", kMaxCloseBatch));
   }
   for (const proto::CloseRequest& c : req.closes()) {
-    if (c.wrote() || c.sync() || c.handle() == 0) {
-      return Status(Code::kInval, "a batched close reports nothing: a handle, no write, no sync");
+    if (c.sync() || (c.handle() == 0 && !c.wrote())) {
+      return Status(Code::kInval,
+                    "a batched close is not synced, and names a handle or reports a write");
     }
   }
   for (const proto::CloseRequest& c : req.closes()) {
