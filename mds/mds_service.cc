@@ -91,12 +91,23 @@ bool FlushedClosesAfterBusy(LeaseTable* leases, const Status& st) {
 // the holders of a file's extent locks for its size the same way). True when there were
 // such writers: the inode may have changed since the caller read it.
 // A writer that does not answer (dead, cut off) loses its leases, and the size comes from
-// the OSTs instead (mds/size_glimpse.h).
+// the OSTs instead (mds/size_glimpse.h). So it does for one client lease after a restart
+// (the recovery window): the MDS does not know yet which mounts hold sizes they have not
+// reported, and a mount's gathered closes reach it only with their next retry.
 bool SettleWriters(ClientSessions* sessions, LeaseTable* leases, Namespace& ns,
                    OstGateway* gateway, uint64_t ino, const std::string& client) {
   if (sessions == nullptr || leases == nullptr || ino == 0) return false;
   const std::vector<std::string> others = sessions->OtherWriters(ino, client);
-  if (others.empty()) return false;
+  if (others.empty()) {
+    if (gateway == nullptr || ns.FormattedAtOpen() || !sessions->Recovering()) {
+      return false;
+    }
+    if (auto size = RaiseSizeToObjects(ns, *gateway, ino);
+        !size.ok() && size.status().code() != Code::kNoEnt) {
+      LOG_WARN("inode {}: size not glimpsed in recovery: {}", ino, size.status().ToString());
+    }
+    return true;
+  }
   if (!leases->FlushClosesOf(others).empty() && gateway != nullptr) {
     if (auto size = RaiseSizeToObjects(ns, *gateway, ino); !size.ok()) {
       LOG_WARN("inode {}: its writer did not report its size, and the OSTs could not be "
@@ -164,10 +175,8 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
   OstGateway* gateway = options_.gateway;
   server->Register<Req, Rep>(
       static_cast<uint16_t>(op),
-      [ns, queue, fn, op, journaled, lazy, options, sessions, md, leases,
-       gateway](lnet::RpcContext& ctx,
-                                                            const Req& wire_req,
-                                                            Rep* rep) -> Status {
+      [ns, queue, fn, op, journaled, lazy, options, sessions, md, leases, gateway](
+          lnet::RpcContext& ctx, const Req& wire_req, Rep* rep) -> Status {
         const auto t0 = std::chrono::steady_clock::now();
         struct Counted {  // counts the request however the handler returns
           MdStats* md;

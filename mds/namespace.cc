@@ -121,6 +121,7 @@ Result<std::unique_ptr<Namespace>> Namespace::Open(const NamespaceOptions& optio
                                         "refusing to format it");
     }
     STRIA_RETURN_IF_ERROR(ns->Format(options.fsname));
+    ns->formatted_at_open_ = true;
     LOG_INFO("formatted MDS for filesystem '{}' in {}", options.fsname, options.data_dir);
   } else if (*stored != options.fsname) {
     return Status(Code::kWrongFs, options.data_dir + " belongs to filesystem '" + *stored +

@@ -212,6 +212,8 @@ class Namespace {
   // a client's replay after a restart was committed before it (docs/durability.md).
   uint64_t LastCommitted() const { return committed_.load(std::memory_order_acquire); }
   uint64_t RecoveredTransno() const { return recovered_; }
+  // Whether Open formatted an empty directory (no earlier instance: nothing to recover).
+  bool FormattedAtOpen() const { return formatted_at_open_; }
   // How many WAL syncs group commit has made (for tests and stats).
   uint64_t wal_syncs() {
     std::lock_guard lock(sync_mu_);
@@ -241,6 +243,7 @@ class Namespace {
   uint64_t synced_seq_ = 0;      // GUARDED_BY(sync_mu_): WAL durable up to here
   std::atomic<uint64_t> committed_{0};  // synced_seq_, readable without the mutex
   uint64_t recovered_ = 0;       // the latest sequence at open (set once, in Load)
+  bool formatted_at_open_ = false;  // set once, in Open
   bool syncing_ = false;         // GUARDED_BY(sync_mu_): a thread is in SyncWAL
   uint64_t wal_syncs_ = 0;       // GUARDED_BY(sync_mu_)
   uint64_t pending_seq_ = 0;     // GUARDED_BY(sync_mu_): CommitLater's highest sequence

@@ -314,7 +314,6 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
 }
 
 Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
-  if (getenv("HACK_DEFER")) return fh->inode->DrainWrites();
   return ReportSize(req, fh, /*close=*/false, /*sync=*/false);
 }
 
