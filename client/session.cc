@@ -113,10 +113,12 @@ Status ClientSession::KeepaliveOnce() {
 
 void ClientSession::Replay() {
   std::map<uint64_t, uint64_t> handles;
+  std::set<uint64_t> writers;
   std::vector<std::pair<uint64_t, HeldLock>> locks;
   {
     std::lock_guard lock(mu_);
     handles = handles_;
+    writers = writer_handles_;
     locks = locks_.All();
   }
   LOG_INFO("the MDS restarted: replaying {} open files and {} locks", handles.size(),
@@ -125,6 +127,7 @@ void ClientSession::Replay() {
     proto::ReopenRequest req;
     req.set_ino(ino);
     req.set_handle(handle);
+    req.set_writer(writers.count(handle) != 0);
     proto::ReopenReply rep;
     if (Status st = client_->MdsCall(proto::OP_MDS_REOPEN, req, &rep); !st.ok()) {
       LOG_WARN("reopen of inode {} after the MDS restart: {}", ino, st.ToString());
@@ -156,14 +159,20 @@ bool ClientSession::Holds(uint64_t ino, uint64_t owner, LockKind kind) const {
   return locks_.Holds(ino, LockOwner{"", owner}, kind);
 }
 
-void ClientSession::Opened(uint64_t handle, uint64_t ino) {
+void ClientSession::Opened(uint64_t handle, uint64_t ino, bool writer) {
   std::lock_guard lock(mu_);
   handles_[handle] = ino;
+  if (writer) {
+    writer_handles_.insert(handle);
+  } else {
+    writer_handles_.erase(handle);
+  }
 }
 
 void ClientSession::Closed(uint64_t handle) {
   std::lock_guard lock(mu_);
   handles_.erase(handle);
+  writer_handles_.erase(handle);
 }
 
 }  // namespace stria::client

@@ -16,6 +16,7 @@
 #include <functional>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -43,7 +44,8 @@ class ClientSession {
   // Whether this client holds a lock of `kind` for `owner` on `ino` (no RPC).
   bool Holds(uint64_t ino, uint64_t owner, LockKind kind) const;
 
-  void Opened(uint64_t handle, uint64_t ino);
+  // writer: opened for writing (said again in the handle's REOPEN after an MDS restart).
+  void Opened(uint64_t handle, uint64_t ino, bool writer = false);
   void Closed(uint64_t handle);
 
   // Called after every keepalive with whether the MDS has this client registered for
@@ -65,6 +67,7 @@ class ClientSession {
   mutable std::mutex mu_;
   LockTable locks_;                        // GUARDED_BY(mu_): owner.client is ""
   std::map<uint64_t, uint64_t> handles_;   // GUARDED_BY(mu_): handle -> ino
+  std::set<uint64_t> writer_handles_;      // GUARDED_BY(mu_): those opened for writing
   uint64_t instance_ = 0;                  // GUARDED_BY(mu_): 0 until the first keepalive
   std::function<void(bool)> lease_check_;  // GUARDED_BY(mu_)
   uint64_t config_gen_ = 0;                // GUARDED_BY(mu_): the MGS's, at the last look

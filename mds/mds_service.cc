@@ -351,7 +351,7 @@ void MdsService::RegisterSessionOps(lnet::RpcServer* server) {
       OP_MDS_REOPEN,
       [sessions, ns](lnet::RpcContext& ctx, const ReopenRequest& req, ReopenReply* rep) {
         STRIA_RETURN_IF_ERROR(Reopen(*ns, req, rep));
-        sessions->Opened(ctx.client_uuid, req.handle(), req.ino());
+        sessions->Opened(ctx.client_uuid, req.handle(), req.ino(), 0, req.writer());
         return Status::Ok();
       });
 }

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <vector>
 #include <thread>
 
@@ -230,7 +231,7 @@ TEST_F(MdsServiceTest, CloseBatchDoesEachInOrderAndRefusesASyncedOne) {
 
 // The client's session forgets a handle closed in a batch as it does one closed alone: an
 // eviction later has nothing left to close, and the bookkeeping does not grow.
-TEST_F(MdsServiceTest, CloseBatchEndsTheHandlesInTheClientsSession) {
+TEST_F(MdsServiceTest, CloseBatchEndsTheHandlesAndWritersInTheClientsSession) {
   f_.AddOsts(1);
   ClientSessions sessions(&f_.ns(), {});
   MdsService service(&f_.ns(), nullptr, {}, &sessions);
@@ -257,13 +258,28 @@ TEST_F(MdsServiceTest, CloseBatchEndsTheHandlesInTheClientsSession) {
     ASSERT_TRUE(client.Call(proto::OP_MDS_CREATE, c, &e).ok());
     opened.emplace_back(e.handle(), e.attr().ino());
     EXPECT_TRUE(sessions.HandleCapaOps("batching-client", e.handle(), e.attr().ino()));
+    EXPECT_EQ(sessions.OtherWriters(e.attr().ino(), "another"),
+              std::vector<std::string>{"batching-client"});
     proto::CloseRequest* cl = batch.add_closes();
     cl->set_ino(e.attr().ino());
     cl->set_handle(e.handle());
   }
   proto::CloseBatchReply rep;
   ASSERT_TRUE(client.Call(proto::OP_MDS_CLOSE_BATCH, batch, &rep).ok());
-  for (auto [h, ino] : opened) EXPECT_FALSE(sessions.HandleCapaOps("batching-client", h, ino));
+  for (auto [h, ino] : opened) {
+    EXPECT_FALSE(sessions.HandleCapaOps("batching-client", h, ino));
+    EXPECT_TRUE(sessions.OtherWriters(ino, "another").empty());
+  }
+  // A handle replayed after an MDS restart says whether it writes: the MDS asks its client
+  // for the size as it would have before.
+  proto::ReopenRequest reopen;
+  reopen.set_ino(opened[0].second);
+  reopen.set_handle(opened[0].first);
+  reopen.set_writer(true);
+  proto::ReopenReply reopened;
+  ASSERT_TRUE(client.Call(proto::OP_MDS_REOPEN, reopen, &reopened).ok());
+  EXPECT_EQ(sessions.OtherWriters(opened[0].second, "another"),
+            std::vector<std::string>{"batching-client"});
   server.Stop();
 }
 

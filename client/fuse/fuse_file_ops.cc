@@ -85,7 +85,9 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   if (!unchanged && !just_created && !kernel_current && session_ != nullptr) {
     fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);  // attributes only
   }
-  if (mds_session_ != nullptr && mds_handle != 0) mds_session_->Opened(mds_handle, ino);
+  if (mds_session_ != nullptr && mds_handle != 0) {
+    mds_session_->Opened(mds_handle, ino, fh->writable);
+  }
   fi->fh = reinterpret_cast<uint64_t>(fh.release());
   fi->keep_cache = unchanged ? 1 : 0;
   fi->direct_io = 0;
