@@ -482,7 +482,10 @@ void MdsService::RegisterCapaRenew(lnet::RpcServer* server) {
           if (ops & CAPA_READ) mask |= kMayRead;
           if (ops & CAPA_WRITE) mask |= kMayWrite;
           STRIA_RETURN_IF_ERROR(CheckAccess(rec.attr, req.cred(), mask));
-          if (sessions) sessions->Opened(ctx.client_uuid, req.handle(), req.ino(), ops);
+          if (sessions) {
+            sessions->Opened(ctx.client_uuid, req.handle(), req.ino(), ops,
+                             (ops & CAPA_WRITE) != 0);
+          }
         }
         options.capa->Grant(ctx.client_uuid, req.ino(), ops, rec.layout, rep->mutable_capa());
         return Status::Ok();

@@ -247,6 +247,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   // file may be answered and not yet durable).
   if (!close && !dirty && !atime_due && !sync) return Status::Ok();
   if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
+  const proto::Credentials cred = req != nullptr ? Cred(req) : fh->cred;
   const bool gathering =
       options_.close_gather_ms > 0 && leases_ != nullptr && leases_->enabled();
   if (!close && !sync && dirty && gathering) {
@@ -256,7 +257,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
     // and another client's request about the file makes the MDS ask for it first
     // (mds_service.cc, SettleWriters), as it does where a writer refuses an operation.
     proto::CloseRequest c;
-    *c.mutable_cred() = req != nullptr ? Cred(req) : fh->cred;
+    *c.mutable_cred() = cred;
     c.set_ino(fh->inode->ino);
     c.set_wrote(true);
     c.set_size(fh->inode->acked_end.load());  // only bytes the OSTs acknowledged
@@ -275,7 +276,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   // send its gathered closes first.
   if (close && !dirty && options_.close_gather_ms > 0 && (!fh->writable || gathering)) {
     proto::CloseRequest c;
-    *c.mutable_cred() = req != nullptr ? Cred(req) : fh->cred;
+    *c.mutable_cred() = cred;
     c.set_ino(fh->inode->ino);
     c.set_handle(fh->mds_handle);
     if (atime_due) {
@@ -297,8 +298,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   if (atime_due) ca.atime_ns = read_ns;
   ca.size = fh->inode->acked_end.load();  // only bytes the OSTs acknowledged
   ca.mtime_ns = fh->mtime_ns.load();
-  Result<proto::AttrReply> rep =
-      md_.Close(req != nullptr ? Cred(req) : fh->cred, ca);
+  Result<proto::AttrReply> rep = md_.Close(cred, ca);
   Status st = rep.status();
   if (close && mds_session_ != nullptr && fh->mds_handle != 0) {
     mds_session_->Closed(fh->mds_handle);
