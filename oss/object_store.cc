@@ -92,7 +92,14 @@ Status ObjectStore::MakeParents(uint64_t group, uint64_t id) {
   return MkdirAt(root_fd_, fmt::format("O/{}/d{}", group, id % kSubdirs));
 }
 
+internal::ObjectFiles ObjectStore::Files(const internal::OpenFile& file) const {
+  return internal::ObjectFiles{meta_.object_format, file.fd(), file.crc_fd()};
+}
+
 Result<FileRef> ObjectStore::WithSidecar(int fd, uint64_t group, uint64_t id, bool fresh) {
+  if (meta_.object_format == ObjectFormat::kInline) {
+    return std::make_shared<internal::OpenFile>(fd, -1);  // checksums inside the object file
+  }
   // An object from before checksums gets an empty sidecar: no checksums until rewritten. A
   // new object's sidecar is emptied in case one was left by a destroy cut short.
   const std::string rel = CrcPath(group, id);
@@ -144,15 +151,11 @@ Status ObjectStore::FsyncParent(uint64_t group, uint64_t id) {
   return st;
 }
 
-namespace {
-
-Result<uint64_t> FileSize(int fd) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) return ErrnoStatus("fstat object", errno);
-  return static_cast<uint64_t>(st.st_size);
+Status ObjectStore::SyncFiles(const internal::OpenFile& file, bool datasync) {
+  STRIA_RETURN_IF_ERROR(UringIo::Sync(file.fd(), datasync));
+  if (file.crc_fd() >= 0) STRIA_RETURN_IF_ERROR(UringIo::Sync(file.crc_fd(), datasync));
+  return Status::Ok();
 }
-
-}  // namespace
 
 Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset,
                                     std::span<const uint8_t> data, bool sync,
@@ -173,18 +176,15 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
     const bool direct =
         aligned && options_.direct_writes && data.size() >= options_.direct_min_bytes;
     const int direct_fd = direct ? file->direct_fd() : -1;
-    Status st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data, direct_fd,
-                                           expected_crc);
+    Status st = internal::WriteChecksummed(Files(*file), offset, data, direct_fd, expected_crc);
     if (st.code() == Code::kInval && direct_fd >= 0) {
       // The device wants a larger alignment than 4 KiB: this write goes buffered.
-      st = internal::WriteChecksummed(file->fd(), file->crc_fd(), offset, data, -1,
-                                      expected_crc);
+      st = internal::WriteChecksummed(Files(*file), offset, data, -1, expected_crc);
     }
     if (!st.ok()) return NameCorruption(st, group, id);
   }
   if (sync) {  // outside the lock: the flush covers whatever is written by then
-    STRIA_RETURN_IF_ERROR(UringIo::Sync(file->fd(), /*datasync=*/true));
-    STRIA_RETURN_IF_ERROR(UringIo::Sync(file->crc_fd(), /*datasync=*/true));
+    STRIA_RETURN_IF_ERROR(SyncFiles(*file, /*datasync=*/true));
     if (file->dir_dirty.exchange(false)) {
       Status st = FsyncParent(group, id);
       if (!st.ok()) {
@@ -193,7 +193,7 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
       }
     }
   }
-  return FileSize(file->fd());
+  return internal::ObjectSize(Files(*file));
 }
 
 Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
@@ -214,12 +214,12 @@ Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
     if (missing != nullptr) *missing = true;
     return size_t{0};
   }
-  STRIA_ASSIGN_OR_RETURN(uint64_t size, FileSize((*file)->fd()));
+  const internal::ObjectFiles files = Files(**file);
+  STRIA_ASSIGN_OR_RETURN(uint64_t size, internal::ObjectSize(files));
   *object_size = size;
   if (offset >= size) return size_t{0};
   const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
-  Status st = internal::ReadVerified((*file)->fd(), (*file)->crc_fd(), offset, buf.first(want),
-                                     size, crc);
+  Status st = internal::ReadVerified(files, offset, buf.first(want), size, crc);
   if (!st.ok()) return NameCorruption(st, group, id);
   return want;
 }
@@ -233,8 +233,9 @@ Result<uint64_t> ObjectStore::Punch(uint64_t group, uint64_t id, uint64_t offset
     if (file.status().code() == Code::kNoEnt) return uint64_t{0};
     return file.status();
   }
-  STRIA_ASSIGN_OR_RETURN(uint64_t size, FileSize((*file)->fd()));
-  Status st = internal::PunchChecksummed((*file)->fd(), (*file)->crc_fd(), offset, length, size);
+  const internal::ObjectFiles files = Files(**file);
+  STRIA_ASSIGN_OR_RETURN(uint64_t size, internal::ObjectSize(files));
+  Status st = internal::PunchChecksummed(files, offset, length, size);
   if (!st.ok()) return NameCorruption(st, group, id);
   return size;
 }
@@ -247,7 +248,7 @@ Result<uint64_t> ObjectStore::Truncate(uint64_t group, uint64_t id, uint64_t siz
     if (size == 0 && file.status().code() == Code::kNoEnt) return uint64_t{0};
     return file.status();
   }
-  Status st = internal::TruncateChecksummed((*file)->fd(), (*file)->crc_fd(), size);
+  Status st = internal::TruncateChecksummed(Files(**file), size);
   if (!st.ok()) return NameCorruption(st, group, id);
   return size;
 }
@@ -258,7 +259,8 @@ Status ObjectStore::Destroy(uint64_t group, uint64_t id) {
   return cache_.Invalidate(ObjKey{group, id}, [&]() -> Status {
     // The sidecar first: a destroy cut short leaves an object without checksums (it reads
     // unverified), never an orphan sidecar that nothing would remove.
-    if (unlinkat(root_fd_, crc_rel.c_str(), 0) != 0 && errno != ENOENT) {
+    if (meta_.object_format == ObjectFormat::kSidecar &&
+        unlinkat(root_fd_, crc_rel.c_str(), 0) != 0 && errno != ENOENT) {
       return ErrnoStatus("unlink checksum sidecar " + crc_rel, errno);
     }
     if (unlinkat(root_fd_, rel.c_str(), 0) != 0 && errno != ENOENT) {
@@ -278,6 +280,7 @@ Result<ObjectAttr> ObjectStore::Getattr(uint64_t group, uint64_t id) {
   }
   attr.exists = true;
   attr.size = static_cast<uint64_t>(st.st_size);
+  if (meta_.object_format == ObjectFormat::kInline) attr.size = InlineObjectSize(attr.size);
   attr.blocks = static_cast<uint64_t>(st.st_blocks);
   return attr;
 }
@@ -301,8 +304,7 @@ Status ObjectStore::SyncObject(uint64_t group, uint64_t id) {
     if (file.status().code() == Code::kNoEnt) return Status::Ok();
     return file.status();
   }
-  STRIA_RETURN_IF_ERROR(UringIo::Sync((*file)->fd(), /*datasync=*/false));
-  STRIA_RETURN_IF_ERROR(UringIo::Sync((*file)->crc_fd(), /*datasync=*/false));
+  STRIA_RETURN_IF_ERROR(SyncFiles(**file, /*datasync=*/false));
   if ((*file)->dir_dirty.exchange(false)) {
     Status st = FsyncParent(group, id);
     if (!st.ok()) {
@@ -380,27 +382,33 @@ Result<ObjectScrub> ObjectStore::ScrubObject(uint64_t group, uint64_t id, size_t
     if (errno == ENOENT) return out;  // destroyed meanwhile
     return ErrnoStatus("open object " + RelPath(group, id), errno);
   }
-  const int crc_fd = openat(root_fd_, CrcPath(group, id).c_str(), O_RDONLY | O_CLOEXEC);
-  if (crc_fd < 0 && errno != ENOENT) {
-    Status st = ErrnoStatus("open checksum sidecar " + CrcPath(group, id), errno);
-    close(fd);
-    return st;
+  int crc_fd = -1;
+  if (meta_.object_format == ObjectFormat::kSidecar) {
+    crc_fd = openat(root_fd_, CrcPath(group, id).c_str(), O_RDONLY | O_CLOEXEC);
+    if (crc_fd < 0 && errno != ENOENT) {
+      Status st = ErrnoStatus("open checksum sidecar " + CrcPath(group, id), errno);
+      close(fd);
+      return st;
+    }
   }
   const internal::OpenFile file(fd, crc_fd);  // closes both
+  const internal::ObjectFiles files = Files(file);
+  // Without a sidecar (a destroy under way) there is nothing to check against.
+  const bool checked = meta_.object_format == ObjectFormat::kInline || crc_fd >= 0;
   step = std::max<size_t>(kCrcChunk, step / kCrcChunk * kCrcChunk);
   std::vector<uint8_t> buf(step);
   for (uint64_t offset = 0;; offset += step) {
     std::shared_lock lock(ObjectLock(group, id));
     auto range = range_locks_.Lock(ObjKey{group, id}, offset, step, /*exclusive=*/false);
-    STRIA_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd));
+    STRIA_ASSIGN_OR_RETURN(uint64_t size, internal::ObjectSize(files));
     if (offset >= size) break;
     const size_t len = static_cast<size_t>(std::min<uint64_t>(step, size - offset));
-    STRIA_ASSIGN_OR_RETURN(size_t n, UringIo::ReadAt(fd, std::span(buf).first(len), offset));
+    STRIA_ASSIGN_OR_RETURN(size_t n, internal::ReadBytes(files, offset, std::span(buf).first(len)));
     out.bytes += n;
-    if (crc_fd < 0) continue;  // no sidecar (a destroy under way): nothing to check
+    if (!checked) continue;
     const uint64_t chunks = (n + kCrcChunk - 1) / kCrcChunk;
     std::vector<uint32_t> stored(chunks);  // one 1 KiB block per 1 MiB step
-    STRIA_RETURN_IF_ERROR(internal::LoadCrcs(crc_fd, offset / kCrcChunk, stored));
+    STRIA_RETURN_IF_ERROR(internal::LoadCrcs(files, offset / kCrcChunk, stored));
     const internal::ChunkCheck check = internal::CheckChunks(std::span(buf).first(n), stored);
     if (check.bad_chunks > 0 && out.bad_chunks == 0) {
       out.first_bad_offset = offset + check.first_bad * kCrcChunk;

@@ -10,12 +10,13 @@
 // Every offset/length is checked against kMaxFileSize (common/layout.h) before any I/O; disk
 // errors come back as their Status codes (ENOSPC -> kNoSpc, EIO -> kIO, EFBIG -> kFBig).
 //
-// Checksums on disk: beside each object file lies a sidecar `<id>.crc` holding one crc32c
-// per 4 KiB chunk (format and rules in internal/chunk_crc.h). Write, Punch and Truncate update
-// it; Read verifies every chunk it returns and answers kCorrupt, never the bytes, on a
-// mismatch; Destroy removes it. Data and sidecar are written one after the other, not
-// atomically: after a crash, chunks written since their last fsync may fail verification
-// (kCorrupt) until rewritten, but never pass with wrong bytes. ForEachObject and ScrubObject
+// Checksums on disk: one crc32c per 4 KiB chunk, in a 4 KiB block before each 4 MiB of the
+// object inside its file, or, on OSTs formatted before 2026-11-26, in a sidecar `<id>.crc`
+// beside it (object_format.h; rules in internal/chunk_crc.h). Write, Punch and Truncate
+// update them; Read verifies every chunk it returns and answers kCorrupt, never the bytes, on
+// a mismatch. Data and checksums are written one after the other, not atomically: after a
+// crash, chunks written since their last fsync may fail verification (kCorrupt) until
+// rewritten, but never pass with wrong bytes. ForEachObject and ScrubObject
 // serve `lctl scrub` (oss/ost_scrub.h).
 //
 // Thread-safety: all methods are thread-safe. Each object has a reader/writer lock (striped
@@ -38,6 +39,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "oss/internal/chunk_crc.h"
 #include "oss/internal/fd_cache.h"
 #include "oss/internal/range_locks.h"
 #include "oss/ost_meta.h"
@@ -45,9 +47,9 @@
 namespace stria::oss {
 
 struct ObjectStoreOptions {
-  // Most objects kept open by this OST, two descriptors each (data and checksum sidecar,
-  // and a third once an object has had an O_DIRECT write); more are open only while
-  // requests run.
+  // Most objects kept open by this OST: one descriptor each (two on an OST of the sidecar
+  // format), and one more once an object has had an O_DIRECT write; more are open only
+  // while requests run.
   size_t max_open_files = 512;
   // Writes aligned to 4 KiB (offset, length and buffer: every full-chunk write a client
   // streams) go to disk with O_DIRECT: no copy into the page cache and no writeback later,
@@ -167,8 +169,14 @@ class ObjectStore {
   // missing object.
   Result<internal::FileRef> GetFile(uint64_t group, uint64_t id, bool create);
   Result<internal::FileRef> OpenFile(uint64_t group, uint64_t id, bool create);
-  // Adds the sidecar to an open object file (creating it; emptied when `fresh`).
+  // Adds the sidecar to an open object file (creating it; emptied when `fresh`), on an OST
+  // of the sidecar format; on others the object file alone.
   Result<internal::FileRef> WithSidecar(int fd, uint64_t group, uint64_t id, bool fresh);
+
+  // An open object's files, in this OST's format.
+  internal::ObjectFiles Files(const internal::OpenFile& file) const;
+  // fsync (fdatasync when datasync) of an open object's files.
+  static Status SyncFiles(const internal::OpenFile& file, bool datasync);
 
   Status MakeParents(uint64_t group, uint64_t id);
   Status FsyncParent(uint64_t group, uint64_t id);

@@ -28,8 +28,10 @@ using testing::Pattern;
 using testing::TempDir;
 
 std::unique_ptr<ObjectStore> MakeStore(const std::string& dir, uint32_t index = 3,
-                                       size_t max_open = 512) {
+                                       size_t max_open = 512,
+                                       ObjectFormat format = kNewOstObjectFormat) {
   OstMeta meta{"testfs", index, NewUuid()};
+  meta.object_format = format;
   Status st = FormatOst(dir, meta);
   EXPECT_TRUE(st.ok()) << st.ToString();
   ObjectStoreOptions o;
@@ -63,6 +65,25 @@ TEST(OstMetaTest, FormatWritesMetaAndReopenChecksIt) {
   // Formatting again for the same identity keeps the stored uuid.
   ASSERT_TRUE(FormatOst(dir, OstMeta{"testfs", 3, NewUuid()}).ok());
   EXPECT_EQ(ReadOstMeta(dir)->uuid, meta.uuid);
+}
+
+TEST(OstMetaTest, TheObjectFormatIsKeptAndAnOldMetaMeansSidecars) {
+  TempDir d;
+  const std::string dir = d.path() + "/ost3";
+  ASSERT_TRUE(FormatOst(dir, OstMeta{"testfs", 3, NewUuid()}).ok());
+  EXPECT_EQ(ReadOstMeta(dir)->object_format, ObjectFormat::kInline) << "a new OST";
+  // A meta written before object_format existed: its objects have sidecars.
+  std::ofstream(dir + "/ost.meta") << "fsname=testfs\nindex=3\nuuid=u\n";
+  EXPECT_EQ(ReadOstMeta(dir)->object_format, ObjectFormat::kSidecar);
+  for (const char* bad : {"3", "0", "two", ""}) {
+    std::ofstream(dir + "/ost.meta") << "fsname=testfs\nindex=3\nuuid=u\nobject_format=" << bad
+                                     << "\n";
+    auto m = ReadOstMeta(dir);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_EQ(m.status().code(), Code::kCorrupt);
+    EXPECT_NE(m.status().message().find("object_format"), std::string::npos);
+    EXPECT_EQ(ObjectStore::Open(dir, 3, "testfs").status().code(), Code::kCorrupt);
+  }
 }
 
 TEST(OstMetaTest, MismatchIsRefused) {
@@ -314,7 +335,8 @@ TEST(ObjectStoreTest, AlignedWritesBypassThePageCache) {
       auto p = Pattern(2 * kMiB, 0, 11);
       std::memcpy(buf.data(), p.data(), p.size());
       ASSERT_TRUE((*s)->Write(0, 7, 0, buf.span(), false).ok());
-      const size_t resident = ResidentPages(ObjectFilePath(dir, 7), 0, 2 * kMiB);
+      // The data's pages: the block of checksums before them is written through the cache.
+      const size_t resident = ResidentPages(ObjectFilePath(dir, 7), InlineDataPos(0), 2 * kMiB);
       if (direct) {
         EXPECT_EQ(resident, 0u) << "an aligned write left pages in the page cache";
       } else {
@@ -325,7 +347,7 @@ TEST(ObjectStoreTest, AlignedWritesBypassThePageCache) {
       auto sp = Pattern(small.size(), 0, 14);
       std::memcpy(small.data(), sp.data(), sp.size());
       ASSERT_TRUE((*s)->Write(0, 8, 0, small.span(), false).ok());
-      EXPECT_GT(ResidentPages(ObjectFilePath(dir, 8), 0, small.size()), 0u)
+      EXPECT_GT(ResidentPages(ObjectFilePath(dir, 8), InlineDataPos(0), small.size()), 0u)
           << "a 100 KiB write went around the page cache";
       EXPECT_EQ(ReadAll(**s, 8, 0, small.size()), sp);
       // An unaligned overwrite across the 1 MiB boundary, buffered, then aligned again over
@@ -405,11 +427,45 @@ void ApplyWrite(std::vector<uint8_t>* model, uint64_t off, const std::vector<uin
   std::copy(data.begin(), data.end(), model->begin() + static_cast<ptrdiff_t>(off));
 }
 
-TEST(ObjectChecksumTest, AReadsCrcIsTheSumOfTheBytesItReturns) {
+// Every checksum test runs on both object formats (object_format.h): checksums in blocks
+// inside the object file, and in a sidecar beside it (OSTs formatted before 2026-11-26).
+class ObjectChecksumTest : public ::testing::TestWithParam<ObjectFormat> {
+ protected:
+  bool Inline() const { return GetParam() == ObjectFormat::kInline; }
+  std::unique_ptr<ObjectStore> Store(const std::string& dir) {
+    return MakeStore(dir, 3, 512, GetParam());
+  }
+  // The offset of object byte x in the object file.
+  uint64_t DataPos(uint64_t x) const { return Inline() ? InlineDataPos(x) : x; }
+  // The file holding chunk i's checksum, and the offset of its first byte there.
+  std::pair<std::string, uint64_t> CrcAt(const std::string& dir, uint64_t id,
+                                         uint64_t chunk) const {
+    if (Inline()) return {ObjectPath(dir, id), InlineCrcPos(chunk)};
+    return {ObjectPath(dir, id) + ".crc", chunk * 4};
+  }
+  // The stored checksum of chunk i, read behind the store's back (0: none).
+  uint32_t StoredCrc(const std::string& dir, uint64_t id, uint64_t chunk) const {
+    auto [path, pos] = CrcAt(dir, id, chunk);
+    uint32_t v = 0;
+    const int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) return 0;
+    const ssize_t n = pread(fd, &v, sizeof v, static_cast<off_t>(pos));
+    close(fd);
+    return n == sizeof v ? v : 0;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(Formats, ObjectChecksumTest,
+                         ::testing::Values(ObjectFormat::kSidecar, ObjectFormat::kInline),
+                         [](const ::testing::TestParamInfo<ObjectFormat>& info) {
+                           return info.param == ObjectFormat::kInline ? "Inline" : "Sidecar";
+                         });
+
+TEST_P(ObjectChecksumTest, AReadsCrcIsTheSumOfTheBytesItReturns) {
   // Folded from the chunk sums (whole chunks, a short last chunk at the object's end, edges
   // summed directly, a hole with no sums): always the crc32c of exactly the bytes returned.
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   const uint64_t size = 20 * kChunk + 123;
   ASSERT_TRUE(s->Write(0, 9, 0, Pattern(8 * kChunk, 0, 5), false).ok());
@@ -431,11 +487,11 @@ TEST(ObjectChecksumTest, AReadsCrcIsTheSumOfTheBytesItReturns) {
   }
 }
 
-TEST(ObjectChecksumTest, AWriteCheckedAgainstItsWireCrcWritesNothingWhenItDiffers) {
+TEST_P(ObjectChecksumTest, AWriteCheckedAgainstItsWireCrcWritesNothingWhenItDiffers) {
   // The bulk checksum lnet leaves to the write (expected_crc), folded from the chunk sums:
   // aligned, unaligned at both ends, inside one chunk, and a short tail at the new end.
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   std::vector<uint8_t> model = Pattern(6 * kChunk, 0, 7);
   ASSERT_TRUE(s->Write(0, 4, 0, model, false).ok());
@@ -459,13 +515,13 @@ TEST(ObjectChecksumTest, AWriteCheckedAgainstItsWireCrcWritesNothingWhenItDiffer
   }
 }
 
-TEST(ObjectChecksumTest, FlippedBitReadsAsCorruptNotAsData) {
+TEST_P(ObjectChecksumTest, FlippedBitReadsAsCorruptNotAsData) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   auto data = Pattern(16 * kChunk, 0, 1);
   ASSERT_TRUE(s->Write(0, 5, 0, data, false).ok());
-  FlipBit(ObjectPath(d.path(), 5), 5 * kChunk + 17);
+  FlipBit(ObjectPath(d.path(), 5), DataPos(5 * kChunk + 17));
 
   Status st = ReadStatus(*s, 5, 0, data.size());
   EXPECT_EQ(st.code(), Code::kCorrupt) << st.ToString();
@@ -480,18 +536,20 @@ TEST(ObjectChecksumTest, FlippedBitReadsAsCorruptNotAsData) {
   EXPECT_TRUE(ReadStatus(*s, 5, 6 * kChunk, 10 * kChunk).ok());
 }
 
-TEST(ObjectChecksumTest, FlippedBitInTheSidecarIsCaughtToo) {
+TEST_P(ObjectChecksumTest, FlippedBitInAChecksumIsCaughtToo) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   ASSERT_TRUE(s->Write(0, 6, 0, Pattern(4 * kChunk, 0, 2), false).ok());
-  FlipBit(ObjectPath(d.path(), 6) + ".crc", 2 * 4 + 1);  // entry of chunk 2
+  auto [path, pos] = CrcAt(d.path(), 6, 2);  // the entry of chunk 2
+  FlipBit(path, pos + 1);
   EXPECT_EQ(ReadStatus(*s, 6, 0, 4 * kChunk).code(), Code::kCorrupt);
+  EXPECT_EQ(ReadStatus(*s, 6, 0, 2 * kChunk).code(), Code::kOk) << "chunks 0 and 1 are sound";
 }
 
-TEST(ObjectChecksumTest, PartialChunkWritesKeepChecksumsRight) {
+TEST_P(ObjectChecksumTest, PartialChunkWritesKeepChecksumsRight) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   std::vector<uint8_t> model;
   // Unaligned writes inside one chunk, across chunk edges, past the end and over each other.
@@ -507,9 +565,9 @@ TEST(ObjectChecksumTest, PartialChunkWritesKeepChecksumsRight) {
   }
 }
 
-TEST(ObjectChecksumTest, TruncateShrinkAndGrowKeepChecksumsRight) {
+TEST_P(ObjectChecksumTest, TruncateShrinkAndGrowKeepChecksumsRight) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   std::vector<uint8_t> model = Pattern(5 * kChunk + 300, 0, 3);
   ASSERT_TRUE(s->Write(0, 8, 0, model, false).ok());
@@ -518,10 +576,19 @@ TEST(ObjectChecksumTest, TruncateShrinkAndGrowKeepChecksumsRight) {
     ASSERT_TRUE(s->Truncate(0, 8, size).ok()) << size;
     model.resize(size, 0);
     ExpectVerifiedContent(*s, 8, model);
-    // The sidecar never describes chunks past the end.
+    // No checksum describes a chunk past the end.
+    const uint64_t chunks = (size + kChunk - 1) / kChunk;
     struct stat st;
-    ASSERT_EQ(stat((ObjectPath(d.path(), 8) + ".crc").c_str(), &st), 0);
-    EXPECT_EQ(static_cast<uint64_t>(st.st_size), (size + kChunk - 1) / kChunk * 4) << size;
+    if (Inline()) {
+      ASSERT_EQ(stat(ObjectPath(d.path(), 8).c_str(), &st), 0);
+      EXPECT_EQ(static_cast<uint64_t>(st.st_size), InlineFileSize(size)) << size;
+      for (uint64_t c = chunks; c < chunks + 8; ++c) {
+        EXPECT_EQ(StoredCrc(d.path(), 8, c), 0u) << "chunk " << c << " at size " << size;
+      }
+    } else {
+      ASSERT_EQ(stat((ObjectPath(d.path(), 8) + ".crc").c_str(), &st), 0);
+      EXPECT_EQ(static_cast<uint64_t>(st.st_size), chunks * 4) << size;
+    }
   }
   // Writing again after the grow: the chunk that held the old end is merged right.
   auto data = Pattern(kChunk, 77, 4);
@@ -530,9 +597,9 @@ TEST(ObjectChecksumTest, TruncateShrinkAndGrowKeepChecksumsRight) {
   ExpectVerifiedContent(*s, 8, model);
 }
 
-TEST(ObjectChecksumTest, PunchKeepsChecksumsRight) {
+TEST_P(ObjectChecksumTest, PunchKeepsChecksumsRight) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   std::vector<uint8_t> model = Pattern(12 * kChunk + 500, 0, 5);
   ASSERT_TRUE(s->Write(0, 9, 0, model, false).ok());
@@ -549,9 +616,9 @@ TEST(ObjectChecksumTest, PunchKeepsChecksumsRight) {
   }
 }
 
-TEST(ObjectChecksumTest, HolesAndUnchecksummedObjectsReadAsZerosWithoutAlarm) {
+TEST_P(ObjectChecksumTest, HolesAndUnchecksummedObjectsReadAsZerosWithoutAlarm) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   // A sparse write leaves chunks that were never written: they read as zeros.
   auto data = Pattern(1000, 0, 6);
@@ -559,17 +626,18 @@ TEST(ObjectChecksumTest, HolesAndUnchecksummedObjectsReadAsZerosWithoutAlarm) {
   std::vector<uint8_t> model((1 << 20) + 10, 0);
   model.insert(model.end(), data.begin(), data.end());
   ExpectVerifiedContent(*s, 10, model);
+  if (Inline()) return;  // objects from before checksums are on sidecar OSTs only
   // An object written before checksums existed (no sidecar) reads as it is.
   ASSERT_TRUE(s->Write(0, 11, 0, data, false).ok());
   ASSERT_EQ(unlink((ObjectPath(d.path(), 11) + ".crc").c_str()), 0);
-  auto fresh = MakeStore(d.path());  // a restarted OSS: no cached descriptors
+  auto fresh = Store(d.path());  // a restarted OSS: no cached descriptors
   ASSERT_TRUE(fresh);
   ExpectVerifiedContent(*fresh, 11, data);
 }
 
-TEST(ObjectChecksumTest, AWriteTornByACrashIsRepairedByItsResend) {
+TEST_P(ObjectChecksumTest, AWriteTornByACrashIsRepairedByItsResend) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   std::vector<uint8_t> model = Pattern(4 * kChunk, 0, 7);
   ASSERT_TRUE(s->Write(0, 12, 0, model, false).ok());
@@ -578,10 +646,10 @@ TEST(ObjectChecksumTest, AWriteTornByACrashIsRepairedByItsResend) {
   {
     const int fd = open(ObjectPath(d.path(), 12).c_str(), O_RDWR);
     ASSERT_GE(fd, 0);
-    ASSERT_EQ(pwrite(fd, small.data(), small.size(), kChunk + 100), 10);
+    ASSERT_EQ(pwrite(fd, small.data(), small.size(), DataPos(kChunk + 100)), 10);
     close(fd);
   }
-  auto restarted = MakeStore(d.path());
+  auto restarted = Store(d.path());
   ASSERT_TRUE(restarted);
   EXPECT_EQ(ReadStatus(*restarted, 12, kChunk, kChunk).code(), Code::kCorrupt)
       << "the torn chunk must not be returned as data";
@@ -590,25 +658,26 @@ TEST(ObjectChecksumTest, AWriteTornByACrashIsRepairedByItsResend) {
   ApplyWrite(&model, kChunk + 100, small);
   ExpectVerifiedContent(*restarted, 12, model);
   // A flipped bit in a chunk nobody rewrites stays an error on read.
-  FlipBit(ObjectPath(d.path(), 12), 3 * kChunk + 9);
+  FlipBit(ObjectPath(d.path(), 12), DataPos(3 * kChunk + 9));
   EXPECT_EQ(ReadStatus(*restarted, 12, 3 * kChunk, 10).code(), Code::kCorrupt);
 }
 
-TEST(ObjectChecksumTest, DestroyRemovesTheSidecar) {
+TEST_P(ObjectChecksumTest, DestroyLeavesNoFileBehind) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   ASSERT_TRUE(s->Write(0, 13, 0, Pattern(100, 0, 1), false).ok());
   const std::string crc = ObjectPath(d.path(), 13) + ".crc";
-  ASSERT_EQ(access(crc.c_str(), F_OK), 0);
+  // A sidecar beside the object, or none at all: the checksums are inside the object file.
+  ASSERT_EQ(access(crc.c_str(), F_OK) == 0, !Inline());
   ASSERT_TRUE(s->Destroy(0, 13).ok());
   EXPECT_NE(access(crc.c_str(), F_OK), 0);
   EXPECT_NE(access(ObjectPath(d.path(), 13).c_str(), F_OK), 0);
 }
 
-TEST(ObjectChecksumTest, ForEachObjectListsObjectsNotSidecarsOrStrayFiles) {
+TEST_P(ObjectChecksumTest, ForEachObjectListsObjectsNotSidecarsOrStrayFiles) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   for (uint64_t id : {1, 33, 40}) ASSERT_TRUE(s->Write(0, id, 0, Pattern(10, 0, 1), false).ok());
   std::ofstream(d.path() + "/O/0/d1/junk") << "x";
@@ -626,14 +695,14 @@ TEST(ObjectChecksumTest, ForEachObjectListsObjectsNotSidecarsOrStrayFiles) {
   EXPECT_EQ(calls, 3u);
 }
 
-TEST(ObjectChecksumTest, ScrubObjectFindsTheFlippedBitAndCountsBadChunks) {
+TEST_P(ObjectChecksumTest, ScrubObjectFindsTheFlippedBitAndCountsBadChunks) {
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   const uint64_t size = (3 << 20) + 123;  // several scrub steps and a partial last chunk
   ASSERT_TRUE(s->Write(0, 14, 0, Pattern(size, 0, 11), false).ok());
-  FlipBit(ObjectPath(d.path(), 14), (2 << 20) + 5000);
-  FlipBit(ObjectPath(d.path(), 14), size - 1);
+  FlipBit(ObjectPath(d.path(), 14), DataPos((2 << 20) + 5000));
+  FlipBit(ObjectPath(d.path(), 14), DataPos(size - 1));
   auto r = s->ScrubObject(0, 14);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->bytes, size);
@@ -641,11 +710,11 @@ TEST(ObjectChecksumTest, ScrubObjectFindsTheFlippedBitAndCountsBadChunks) {
   EXPECT_EQ(r->first_bad_offset, (2 << 20) + kChunk);
 }
 
-TEST(ObjectChecksumTest, ReadsRacingOverwritesNeverSeeAMismatch) {
+TEST_P(ObjectChecksumTest, ReadsRacingOverwritesNeverSeeAMismatch) {
   // A reader must see one write's data with that write's checksums: without the region locks
   // it would read new bytes against old crcs (or the reverse) and report false corruption.
   TempDir d;
-  auto s = MakeStore(d.path());
+  auto s = Store(d.path());
   ASSERT_TRUE(s);
   constexpr size_t kLen = 3 * kChunk + 100;  // unaligned end: partial chunks too
   const std::vector<uint8_t> a = Pattern(kLen, 0, 50), b = Pattern(kLen, 0, 51);
@@ -660,6 +729,86 @@ TEST(ObjectChecksumTest, ReadsRacingOverwritesNeverSeeAMismatch) {
   }
   stop = true;
   writer.join();
+}
+
+TEST_P(ObjectChecksumTest, WritesPunchesAndTruncatesAcrossFourMiBGroups) {
+  // kInline cuts an object into 4 MiB groups, each after its block of checksums: a request
+  // that crosses a group's edge is two pieces of the file, and neither may touch a block.
+  TempDir d;
+  auto s = Store(d.path());
+  ASSERT_TRUE(s);
+  constexpr uint64_t kG = kGroupDataBytes;
+  std::vector<uint8_t> model;
+  uint32_t seed = 60;
+  const std::pair<uint64_t, size_t> writes[] = {
+      {kG - 100, 300}, {2 * kG - kChunk, 2 * kChunk}, {10, kG + 5000}, {2 * kG + 7, 1 << 20}};
+  for (auto [off, len] : writes) {
+    auto data = Pattern(len, off, seed++);
+    ASSERT_TRUE(s->Write(0, 16, off, data, false).ok()) << off;
+    ApplyWrite(&model, off, data);
+  }
+  // Aligned and at least 256 KiB: O_DIRECT, in two pieces around the block at 4 MiB.
+  lnet::Buffer aligned(2 << 20);
+  auto p = Pattern(aligned.size(), 0, seed++);
+  std::memcpy(aligned.data(), p.data(), p.size());
+  ASSERT_TRUE(s->Write(0, 16, kG - (1 << 20), aligned.span(), false).ok());
+  ApplyWrite(&model, kG - (1 << 20), p);
+  ExpectVerifiedContent(*s, 16, model);
+  // A read across both edges, from a cold cache (a restarted OSS).
+  auto restarted = Store(d.path());
+  ASSERT_TRUE(restarted);
+  EXPECT_EQ(ReadAll(*restarted, 16, kG - 3, kG + 6),
+            std::vector<uint8_t>(model.begin() + (kG - 3), model.begin() + (2 * kG + 3)));
+  // A punch across an edge, then a shrink into the second group and a grow again.
+  ASSERT_TRUE(restarted->Punch(0, 16, kG - 5000, 10'000).ok());
+  std::fill(model.begin() + (kG - 5000), model.begin() + (kG + 5000), 0);
+  ExpectVerifiedContent(*restarted, 16, model);
+  for (uint64_t size : {kG + 3 * kChunk + 9, kG, 3 * kG + 1}) {
+    ASSERT_TRUE(restarted->Truncate(0, 16, size).ok()) << size;
+    model.resize(size, 0);
+    ExpectVerifiedContent(*restarted, 16, model);
+  }
+  auto data = Pattern(3 * kChunk, 1, seed++);  // over the edge of the grown part
+  ASSERT_TRUE(restarted->Write(0, 16, 2 * kG - kChunk - 1, data, false).ok());
+  ApplyWrite(&model, 2 * kG - kChunk - 1, data);
+  ExpectVerifiedContent(*restarted, 16, model);
+  // A bad bit in the third group is found where it is.
+  FlipBit(ObjectPath(d.path(), 16), DataPos(2 * kG + 100));
+  auto scrub = restarted->ScrubObject(0, 16);
+  ASSERT_TRUE(scrub.ok());
+  EXPECT_EQ(scrub->bad_chunks, 1u);
+  EXPECT_EQ(scrub->first_bad_offset, 2 * kG);
+}
+
+TEST(ObjectStoreTest, ASmallObjectIsOneFileItsChecksumsThenItsBytes) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  auto data = Pattern(100'000, 0, 70);
+  ASSERT_TRUE(s->Write(0, 17, 0, data, false).ok());
+  const std::string path = ObjectFilePath(d.path(), 17);
+  EXPECT_NE(access((path + ".crc").c_str(), F_OK), 0) << "no sidecar on a new OST";
+  struct stat st;
+  ASSERT_EQ(stat(path.c_str(), &st), 0);
+  EXPECT_EQ(static_cast<uint64_t>(st.st_size), kCrcBlockBytes + data.size());
+  EXPECT_EQ(s->Getattr(0, 17)->size, data.size());
+  // Raw: 25 checksums, zeros to the end of the block, then the bytes.
+  std::vector<uint8_t> raw(st.st_size);
+  const int fd = open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(pread(fd, raw.data(), raw.size(), 0), static_cast<ssize_t>(raw.size()));
+  close(fd);
+  EXPECT_TRUE(std::equal(data.begin(), data.end(), raw.begin() + kCrcBlockBytes));
+  for (uint64_t c = 0; c < kGroupChunks; ++c) {
+    uint32_t entry;
+    std::memcpy(&entry, raw.data() + 4 * c, 4);
+    const uint64_t lo = c * kChunk;
+    const uint32_t want =
+        lo < data.size() ? internal::ChunkCrc(std::span(data).subspan(
+                               lo, std::min<uint64_t>(kChunk, data.size() - lo)))
+                         : 0;
+    ASSERT_EQ(entry, want) << "chunk " << c;
+  }
 }
 
 }  // namespace

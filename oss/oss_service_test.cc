@@ -259,9 +259,12 @@ TEST_F(OssServiceTest, ConcurrentWritersToDisjointRanges) {
 
 // ---- checksums on disk, over the wire ----
 
-// Flips one bit of object `id`'s file on the test OST, as a failing disk would.
+// Flips one bit of object `id`'s byte at `offset` in its file on the test OST, as a failing
+// disk would.
 void FlipObjectBit(const std::string& ost_dir, uint64_t id, uint64_t offset) {
-  ASSERT_EQ(stria::testing::FlipBit(stria::testing::ObjectFilePath(ost_dir, id), offset), 0);
+  ASSERT_EQ(stria::testing::FlipBit(stria::testing::ObjectFilePath(ost_dir, id),
+                                    stria::testing::ObjectFileOffset(offset)),
+            0);
 }
 
 proto::OstScrubRequest ScrubRequest(uint32_t ost) {

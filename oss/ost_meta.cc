@@ -113,6 +113,7 @@ Result<OstMeta> ReadOstMeta(const std::string& dir) {
   const std::string text = ss.str();
   if (text.size() > kMaxMetaBytes) return Status(Code::kCorrupt, path + " is too large");
   OstMeta meta;
+  meta.object_format = ObjectFormat::kSidecar;  // unless the file says otherwise
   bool have_fs = false, have_idx = false, have_uuid = false;
   std::istringstream lines(text);
   std::string line;
@@ -137,7 +138,19 @@ Result<OstMeta> ReadOstMeta(const std::string& dir) {
       if (value.empty() || value.size() > 64) return Status(Code::kCorrupt, path + ": bad uuid");
       meta.uuid = value;
       have_uuid = true;
-    }  // unknown keys: written by a newer version; ignored
+    } else if (key == "object_format") {
+      uint32_t v = 0;
+      auto [p, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+      if (ec != std::errc() || p != value.data() + value.size() ||
+          (v != static_cast<uint32_t>(ObjectFormat::kSidecar) &&
+           v != static_cast<uint32_t>(ObjectFormat::kInline))) {
+        return Status(Code::kCorrupt,
+                      path + ": object_format '" + value +
+                          "' is not one this stria-oss knows (1 or 2): formatted by a newer "
+                          "version?");
+      }
+      meta.object_format = static_cast<ObjectFormat>(v);
+    }  // other keys: written by a newer version; ignored
   }
   if (!have_fs || !have_idx || !have_uuid) {
     return Status(Code::kCorrupt, path + " lacks fsname, index or uuid");
@@ -171,8 +184,8 @@ Status FormatOst(const std::string& dir, const OstMeta& meta) {
     STRIA_RETURN_IF_ERROR(MkdirAll(fmt::format("{}/O/0/d{}", dir, d)));
   }
   const std::string text = fmt::format(
-      "# Stria OST identity; do not edit.\nfsname={}\nindex={}\nuuid={}\n", meta.fsname,
-      meta.index, meta.uuid);
+      "# Stria OST identity; do not edit.\nfsname={}\nindex={}\nuuid={}\nobject_format={}\n",
+      meta.fsname, meta.index, meta.uuid, static_cast<uint32_t>(meta.object_format));
   return WriteFileAtomically(dir, std::string(kOstMetaFile), text);
 }
 

@@ -2,8 +2,9 @@
 //
 // Written once when the directory is formatted (FormatOst) and checked every time the OSS
 // starts, so a directory is never served under another filesystem's name or another index.
-// The file is small text, one `key=value` per line (fsname, index, uuid), written atomically
-// (temporary file, fsync, rename, fsync of the directory).
+// The file is small text, one `key=value` per line (fsname, index, uuid, object_format),
+// written atomically (temporary file, fsync, rename, fsync of the directory). A meta without
+// object_format is from before it existed: its objects keep sidecars (object_format.h).
 // Thread-safety: free functions over values; formatting one directory from two processes at
 // once is not supported.
 #pragma once
@@ -13,6 +14,7 @@
 #include <string_view>
 
 #include "common/status.h"
+#include "oss/object_format.h"
 
 namespace stria::oss {
 
@@ -23,6 +25,8 @@ struct OstMeta {
   std::string fsname;
   uint32_t index = 0;
   std::string uuid;
+  // How the OST keeps its objects' checksums; FormatOst writes it, it never changes after.
+  ObjectFormat object_format = kNewOstObjectFormat;
 };
 
 // EINVAL unless fsname is 1-64 characters of [A-Za-z0-9_-].
@@ -32,7 +36,7 @@ Status ValidateFsname(std::string_view fsname);
 std::string NewUuid();
 
 // Reads `<dir>/ost.meta`: kNoEnt when the directory is not formatted, kCorrupt when the file
-// is malformed.
+// is malformed or names an object format this version does not know.
 Result<OstMeta> ReadOstMeta(const std::string& dir);
 
 // Formats `dir` (created if missing) for `meta`, and pre-creates the object directories of

@@ -299,6 +299,47 @@ Status UringIo::ReadAll(std::span<ReadRange> ranges) {
   return RingRw(r, false, extents);
 }
 
+Result<size_t> UringIo::ReadV(int fd, std::span<const iovec> iov, uint64_t offset) {
+  std::vector<iovec> left(iov.begin(), iov.end());
+  size_t first = 0;  // the first buffer not yet full
+  size_t done = 0;
+  Ring& r = ThisRing();
+  while (first < left.size()) {
+    if (left[first].iov_len == 0) {
+      ++first;
+      continue;
+    }
+    const iovec* v = left.data() + first;
+    const unsigned count = static_cast<unsigned>(left.size() - first);
+    const uint64_t at = offset + done;
+    ssize_t res;
+    if (r.ok()) {
+      STRIA_ASSIGN_OR_RETURN(int rc, RingOne(r, [&](io_uring_sqe* sqe) {
+                               io_uring_prep_readv(sqe, fd, v, count, at);
+                             }));
+      res = rc;
+      if (rc < 0) return ErrnoStatus("readv", -rc);
+    } else {
+      res = preadv(fd, v, static_cast<int>(count), static_cast<off_t>(at));
+      if (res < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus("preadv", errno);
+      }
+    }
+    if (res == 0) break;  // end of file
+    size_t n = static_cast<size_t>(res);
+    done += n;
+    while (n > 0) {  // a short read: go on after the bytes it brought
+      const size_t take = std::min(n, left[first].iov_len);
+      left[first].iov_base = static_cast<uint8_t*>(left[first].iov_base) + take;
+      left[first].iov_len -= take;
+      n -= take;
+      if (left[first].iov_len == 0) ++first;
+    }
+  }
+  return done;
+}
+
 Status UringIo::WriteAt(int fd, std::span<const uint8_t> data, uint64_t offset) {
   if (data.empty()) return Status::Ok();
   Ring& r = ThisRing();

@@ -17,6 +17,8 @@
 #pragma once
 
 #include <cstddef>
+#include <sys/uio.h>
+
 #include <cstdint>
 #include <span>
 
@@ -42,6 +44,12 @@ class UringIo {
     size_t got = 0;  // out
   };
   static Status ReadAll(std::span<ReadRange> ranges);
+
+  // Reads into the buffers of `iov` in turn from `offset` on, as one request (readv): bytes
+  // that are adjacent in the file and cold cost one disk read this way, where two reads of
+  // them submitted together cost two or three (each starts its own readahead). Returns the
+  // bytes read before end of file. Meant for small reads (it is not split into chunks).
+  static Result<size_t> ReadV(int fd, std::span<const iovec> iov, uint64_t offset);
 
   // Writes all of data at `offset` through the ring: for O_DIRECT descriptors, whose writes
   // the ring completes without a helper thread.

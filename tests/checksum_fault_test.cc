@@ -92,7 +92,7 @@ class ChecksumFaultTest : public ::testing::Test {
     const std::string path = cluster_->ost_dir(victim_.ost_idx()) + "/O/" +
                              std::to_string(victim_.group()) + "/d" + std::to_string(id % 32) +
                              "/" + std::to_string(id);
-    if (int err = FlipBit(path, kFlipOffset); err != 0) {
+    if (int err = FlipBit(path, ObjectFileOffset(kFlipOffset)); err != 0) {
       return Status(Code::kIO, "flipping a bit of " + path + ": " + strerror(err));
     }
     return cluster_->Remount();

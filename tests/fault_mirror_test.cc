@@ -254,7 +254,8 @@ TEST_F(MirrorFaultTest, AFlippedBitIsReadAroundRepairedAndScrubbedClean) {
   ASSERT_TRUE(e.ok()) << e.status().ToString();
   ASSERT_EQ(MirrorCount(e->layout()), 2u);
   const proto::StripeObject obj = MirrorView(e->layout(), 1).components(0).layout().objects(0);
-  ASSERT_EQ(FlipBit(ObjectFilePath(cluster_->ost_dir(obj.ost_idx()), obj.object_id()), 200'000),
+  ASSERT_EQ(FlipBit(ObjectFilePath(cluster_->ost_dir(obj.ost_idx()), obj.object_id()),
+                    ObjectFileOffset(200'000)),
             0);
   ASSERT_TRUE(cluster_->Remount().ok());  // nothing from the client's cache
 
@@ -280,7 +281,9 @@ TEST_F(MirrorFaultTest, AFlippedBitIsReadAroundRepairedAndScrubbedClean) {
   // the same resync.
   const proto::StripeObject obj2 = MirrorView(e->layout(), 2).components(0).layout().objects(0);
   ASSERT_EQ(
-      FlipBit(ObjectFilePath(cluster_->ost_dir(obj2.ost_idx()), obj2.object_id()), 300'000), 0);
+      FlipBit(ObjectFilePath(cluster_->ost_dir(obj2.ost_idx()), obj2.object_id()),
+              ObjectFileOffset(300'000)),
+      0);
   r = Lctl({"scrub", "--repair"});
   EXPECT_EQ(r.exit_code, EIO) << r.out << r.err;
   EXPECT_NE(r.out.find("mirror 2 handed to the resync"), std::string::npos) << r.out << r.err;

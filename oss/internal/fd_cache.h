@@ -2,8 +2,8 @@
 //
 // The OSS process may hold at most ~20,000 descriptors while an OST holds millions of
 // objects, so descriptors are cached, never kept one per object. An entry is one object: its
-// data file and its checksum sidecar (internal/chunk_crc.h), two descriptors, and a third
-// for O_DIRECT writes once the object has had one. Entries are reference
+// file (with its checksums inside, object_format.h), plus the checksum sidecar on an OST of
+// the old format, and one more for O_DIRECT writes once the object has had one. Entries are reference
 // counted (FileRef): eviction drops the cache's reference and the descriptor closes when the
 // last request using it finishes, so the number open is at most capacity plus the requests
 // in flight. The cache is split into shards, each with its own mutex and LRU list.
@@ -44,8 +44,8 @@ struct ObjKeyHash {
   }
 };
 
-// An open object: its data file and its checksum sidecar; closes its descriptors when the
-// last reference goes.
+// An open object: its file and, on an OST of the sidecar format, its checksum sidecar
+// (crc_fd -1 otherwise); closes its descriptors when the last reference goes.
 class OpenFile {
  public:
   OpenFile(int fd, int crc_fd) : fd_(fd), crc_fd_(crc_fd) {}
@@ -75,7 +75,7 @@ using FileRef = std::shared_ptr<OpenFile>;
 
 class FdCache {
  public:
-  // capacity >= 1: the most objects (two descriptors each) the cache itself keeps open.
+  // capacity >= 1: the most objects (one to three descriptors each) the cache keeps open.
   explicit FdCache(size_t capacity);
 
   // The cached file for `key`, or the result of `open` (called under the shard lock; a

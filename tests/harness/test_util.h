@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "oss/object_format.h"
+
 namespace stria::testing {
 
 // `n` bytes of a pattern that differs per seed and per offset (no two 4 KiB blocks alike),
@@ -107,6 +109,10 @@ inline int FlipBit(const std::string& path, uint64_t offset) {
   close(fd);
   return err;
 }
+
+// Where object byte x lies in its object file on an OST formatted by this version
+// (oss/object_format.h: a 4 KiB block of checksums before each 4 MiB of the object).
+inline uint64_t ObjectFileOffset(uint64_t x) { return oss::InlineDataPos(x); }
 
 // The file of object `id` (group 0) in OST directory `ost_dir` (oss/object_store.h).
 inline std::string ObjectFilePath(const std::string& ost_dir, uint64_t id) {
