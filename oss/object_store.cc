@@ -96,7 +96,7 @@ internal::ObjectFiles ObjectStore::Files(const internal::OpenFile& file) const {
   return internal::ObjectFiles{meta_.object_format, file.fd(), file.crc_fd()};
 }
 
-Result<FileRef> ObjectStore::WithSidecar(int fd, uint64_t group, uint64_t id, bool fresh) {
+Result<FileRef> ObjectStore::OpenedObject(int fd, uint64_t group, uint64_t id, bool fresh) {
   if (meta_.object_format == ObjectFormat::kInline) {
     return std::make_shared<internal::OpenFile>(fd, -1);  // checksums inside the object file
   }
@@ -116,19 +116,19 @@ Result<FileRef> ObjectStore::WithSidecar(int fd, uint64_t group, uint64_t id, bo
 Result<FileRef> ObjectStore::OpenFile(uint64_t group, uint64_t id, bool create) {
   const std::string rel = RelPath(group, id);
   int fd = openat(root_fd_, rel.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd >= 0) return WithSidecar(fd, group, id, /*fresh=*/false);
+  if (fd >= 0) return OpenedObject(fd, group, id, /*fresh=*/false);
   if (errno != ENOENT) return ErrnoStatus("open object " + rel, errno);
   if (!create) return Status(Code::kNoEnt, "object " + rel + " does not exist");
   for (int attempt = 0; attempt < 3; ++attempt) {
     fd = openat(root_fd_, rel.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      STRIA_ASSIGN_OR_RETURN(FileRef file, WithSidecar(fd, group, id, /*fresh=*/true));
+      STRIA_ASSIGN_OR_RETURN(FileRef file, OpenedObject(fd, group, id, /*fresh=*/true));
       file->dir_dirty.store(true, std::memory_order_relaxed);
       return file;
     }
     if (errno == EEXIST) {  // created by a racing opener
       fd = openat(root_fd_, rel.c_str(), O_RDWR | O_CLOEXEC);
-      if (fd >= 0) return WithSidecar(fd, group, id, /*fresh=*/false);
+      if (fd >= 0) return OpenedObject(fd, group, id, /*fresh=*/false);
       if (errno != ENOENT) return ErrnoStatus("open object " + rel, errno);
       continue;
     }

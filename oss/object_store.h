@@ -169,9 +169,9 @@ class ObjectStore {
   // missing object.
   Result<internal::FileRef> GetFile(uint64_t group, uint64_t id, bool create);
   Result<internal::FileRef> OpenFile(uint64_t group, uint64_t id, bool create);
-  // Adds the sidecar to an open object file (creating it; emptied when `fresh`), on an OST
-  // of the sidecar format; on others the object file alone.
-  Result<internal::FileRef> WithSidecar(int fd, uint64_t group, uint64_t id, bool fresh);
+  // The cache entry of a just opened object file: with its sidecar (opened, or created and
+  // emptied when `fresh`) on an OST of the sidecar format, the file alone on others.
+  Result<internal::FileRef> OpenedObject(int fd, uint64_t group, uint64_t id, bool fresh);
 
   // An open object's files, in this OST's format.
   internal::ObjectFiles Files(const internal::OpenFile& file) const;
