@@ -64,6 +64,11 @@ constexpr uint64_t InlineObjectSize(uint64_t file_size) {
   return g * kGroupDataBytes + (in_group > kCrcBlockBytes ? in_group - kCrcBlockBytes : 0);
 }
 
+// The object size a file of `file_size` bytes holds, in `format`.
+constexpr uint64_t ObjectSizeOfFile(ObjectFormat format, uint64_t file_size) {
+  return format == ObjectFormat::kInline ? InlineObjectSize(file_size) : file_size;
+}
+
 static_assert(InlineDataPos(0) == 4096 && InlineDataPos(kGroupDataBytes) == kGroupFileBytes + 4096);
 static_assert(InlineObjectSize(InlineFileSize(100'000)) == 100'000);
 static_assert(InlineObjectSize(InlineFileSize(kGroupDataBytes)) == kGroupDataBytes);

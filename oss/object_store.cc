@@ -279,8 +279,7 @@ Result<ObjectAttr> ObjectStore::Getattr(uint64_t group, uint64_t id) {
     return ErrnoStatus("stat object " + rel, errno);
   }
   attr.exists = true;
-  attr.size = static_cast<uint64_t>(st.st_size);
-  if (meta_.object_format == ObjectFormat::kInline) attr.size = InlineObjectSize(attr.size);
+  attr.size = ObjectSizeOfFile(meta_.object_format, static_cast<uint64_t>(st.st_size));
   attr.blocks = static_cast<uint64_t>(st.st_blocks);
   return attr;
 }

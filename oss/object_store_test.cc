@@ -780,6 +780,45 @@ TEST_P(ObjectChecksumTest, WritesPunchesAndTruncatesAcrossFourMiBGroups) {
   EXPECT_EQ(scrub->first_bad_offset, 2 * kG);
 }
 
+TEST(ObjectStoreTest, AnObjectFileCutShortOnDiskReadsAsTheObjectItStillHolds) {
+  // A damaged file system may leave an object file cut anywhere, inside a block of
+  // checksums too: the store reads what is left, refuses a chunk that lost bytes (kCorrupt,
+  // never the bytes), and keeps serving.
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  auto data = Pattern(3 * kGroupDataBytes / 2, 0, 71);  // two groups: 4 MiB and 2 MiB
+  ASSERT_TRUE(s->Write(0, 18, 0, data, false).ok());
+  const std::string path = ObjectFilePath(d.path(), 18);
+  struct Cut {
+    uint64_t file_size, object_size;
+    bool chunk_lost_bytes;  // the cut is inside a chunk: that chunk no longer verifies
+  };
+  const Cut cuts[] = {{kGroupFileBytes + 100, kGroupDataBytes, false},  // in the 2nd block
+                      {kCrcBlockBytes + 10'000, 10'000, true},          // in the 1st bytes
+                      {2000, 0, false}};                                // in the 1st block
+  for (const Cut& c : cuts) {
+    ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(c.file_size)), 0);
+    auto restarted = MakeStore(d.path());  // no cached descriptor
+    ASSERT_TRUE(restarted);
+    EXPECT_EQ(restarted->Getattr(0, 18)->size, c.object_size) << c.file_size;
+    const uint64_t sound = c.object_size / kChunk * kChunk;  // the chunks still whole
+    uint64_t size = 0;
+    EXPECT_EQ(ReadAll(*restarted, 18, 0, sound, &size),
+              std::vector<uint8_t>(data.begin(), data.begin() + sound))
+        << c.file_size;
+    EXPECT_EQ(size, c.object_size);
+    auto scrub = restarted->ScrubObject(0, 18);
+    ASSERT_TRUE(scrub.ok()) << scrub.status().ToString();
+    EXPECT_EQ(scrub->bytes, c.object_size);
+    EXPECT_EQ(scrub->bad_chunks, c.chunk_lost_bytes ? 1u : 0u) << c.file_size;
+    if (c.chunk_lost_bytes) {
+      EXPECT_EQ(scrub->first_bad_offset, sound);
+      EXPECT_EQ(ReadStatus(*restarted, 18, 0, c.object_size).code(), Code::kCorrupt);
+    }
+  }
+}
+
 TEST(ObjectStoreTest, ASmallObjectIsOneFileItsChecksumsThenItsBytes) {
   TempDir d;
   auto s = MakeStore(d.path());

@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "common/log.h"
 
@@ -300,17 +303,24 @@ Status UringIo::ReadAll(std::span<ReadRange> ranges) {
 }
 
 Result<size_t> UringIo::ReadV(int fd, std::span<const iovec> iov, uint64_t offset) {
-  std::vector<iovec> left(iov.begin(), iov.end());
+  // A copy to advance after a short read, on the stack: this serves every cold small read.
+  std::array<iovec, kMaxReadVBuffers> left;
+  if (iov.size() > left.size()) {
+    return Status(Code::kInval, fmt::format("ReadV takes at most {} buffers, not {}",
+                                            left.size(), iov.size()));
+  }
+  std::copy(iov.begin(), iov.end(), left.begin());
+  const size_t nbufs = iov.size();
   size_t first = 0;  // the first buffer not yet full
   size_t done = 0;
   Ring& r = ThisRing();
-  while (first < left.size()) {
+  while (first < nbufs) {
     if (left[first].iov_len == 0) {
       ++first;
       continue;
     }
     const iovec* v = left.data() + first;
-    const unsigned count = static_cast<unsigned>(left.size() - first);
+    const unsigned count = static_cast<unsigned>(nbufs - first);
     const uint64_t at = offset + done;
     ssize_t res;
     if (r.ok()) {

@@ -48,7 +48,9 @@ class UringIo {
   // Reads into the buffers of `iov` in turn from `offset` on, as one request (readv): bytes
   // that are adjacent in the file and cold cost one disk read this way, where two reads of
   // them submitted together cost two or three (each starts its own readahead). Returns the
-  // bytes read before end of file. Meant for small reads (it is not split into chunks).
+  // bytes read before end of file. Meant for small reads (it is not split into chunks), of
+  // at most kMaxReadVBuffers buffers (more is kInval).
+  static constexpr size_t kMaxReadVBuffers = 4;
   static Result<size_t> ReadV(int fd, std::span<const iovec> iov, uint64_t offset);
 
   // Writes all of data at `offset` through the ring: for O_DIRECT descriptors, whose writes

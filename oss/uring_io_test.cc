@@ -78,6 +78,41 @@ TEST_F(UringIoTest, ReadAllReadsSeveralFilesInOneGoEachToItsEnd) {
   close(fd2);
 }
 
+TEST_F(UringIoTest, ReadVFillsItsBuffersInTurnAndStopsAtTheEnd) {
+  auto data = Pattern(10'000, 0, 3);
+  ASSERT_TRUE(UringIo::WriteAt(fd_, data, 0).ok());
+  std::vector<uint8_t> a(4096, 0xAA), gap, b(5000, 0xAA);
+  {
+    const iovec iov[3] = {{a.data(), a.size()}, {gap.data(), 0}, {b.data(), b.size()}};
+    auto n = UringIo::ReadV(fd_, iov, 100);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    EXPECT_EQ(*n, a.size() + b.size());
+    EXPECT_TRUE(std::equal(a.begin(), a.end(), data.begin() + 100));
+    EXPECT_TRUE(std::equal(b.begin(), b.end(), data.begin() + 100 + 4096));
+  }
+  // The end of the file inside the second buffer, then inside the first.
+  std::fill(b.begin(), b.end(), 0xAA);
+  {
+    const iovec iov[2] = {{a.data(), a.size()}, {b.data(), b.size()}};
+    auto n = UringIo::ReadV(fd_, iov, 5000);
+    ASSERT_TRUE(n.ok());
+    EXPECT_EQ(*n, 5000u);
+    EXPECT_TRUE(std::equal(b.begin(), b.begin() + 904, data.begin() + 5000 + 4096));
+    EXPECT_EQ(b[904], 0xAA) << "bytes past the end of the file were written";
+    n = UringIo::ReadV(fd_, iov, 9000);
+    ASSERT_TRUE(n.ok());
+    EXPECT_EQ(*n, 1000u);
+    n = UringIo::ReadV(fd_, iov, 20'000);
+    ASSERT_TRUE(n.ok());
+    EXPECT_EQ(*n, 0u);
+  }
+  // Errors come back as statuses: a bad descriptor, too many buffers.
+  const iovec one[1] = {{a.data(), a.size()}};
+  EXPECT_EQ(UringIo::ReadV(-1, one, 0).status().ToErrno(), EBADF);
+  std::vector<iovec> many(UringIo::kMaxReadVBuffers + 1, iovec{a.data(), 1});
+  EXPECT_EQ(UringIo::ReadV(fd_, many, 0).status().code(), Code::kInval);
+}
+
 TEST_F(UringIoTest, ReadFromWriteOnlyDescriptorIsAnError) {
   const int wfd = open((dir_.path() + "/w").c_str(), O_WRONLY | O_CREAT, 0644);
   ASSERT_GE(wfd, 0);

@@ -258,8 +258,7 @@ uint32_t ChunkCrc(std::span<const uint8_t> bytes) {
 Result<uint64_t> ObjectSize(const ObjectFiles& f) {
   struct stat st;
   if (fstat(f.fd, &st) != 0) return ErrnoStatus("fstat object", errno);
-  const auto size = static_cast<uint64_t>(st.st_size);
-  return Inline(f) ? InlineObjectSize(size) : size;
+  return ObjectSizeOfFile(f.format, static_cast<uint64_t>(st.st_size));
 }
 
 Result<size_t> ReadBytes(const ObjectFiles& f, uint64_t offset, std::span<uint8_t> buf) {
