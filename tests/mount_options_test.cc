@@ -8,6 +8,9 @@
 //   lazystatfs / nolazystatfs  with the link to OSS 1 cut (it runs in a network namespace):
 //                a lazystatfs mount answers statfs with OST 0's space alone, while a
 //                nolazystatfs mount's statfs waits and answers both OSTs' once it is healed
+//   splice_writes / nosplice_writes  the data of a write reaches stria-fuse through a pipe
+//                (counted in llite stats as spliced_write_bytes) or read whole, and either
+//                way lands intact, as the other mount reads it back
 //   unknown options are refused as Lustre's client refuses them ("won't mount"), or dropped
 //                with a warning under mount -s
 // Skips (with the reason) where there is no /dev/fuse, or, for the statfs test only, where
@@ -23,6 +26,7 @@
 
 #include <chrono>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -111,6 +115,26 @@ class MountOptionsTest : public ::testing::Test {
     const int fd = open(P(m, name).c_str(), O_RDWR | O_CREAT, 0644);
     EXPECT_GE(fd, 0) << P(m, name) << ": " << strerror(errno);
     return fd;
+  }
+
+  // The sum of `counter` in mount m's llite stats (0 when it has no samples), read from the
+  // mount's root as lctl does (client/fuse/llite_params.h).
+  static uint64_t LliteSum(int m, const std::string& counter) {
+    const std::string root = cluster_->mount_point(m);
+    const char* attr = "user.stria.lctl.get.llite.*.stats";
+    const ssize_t need = getxattr(root.c_str(), attr, nullptr, 0);
+    EXPECT_GT(need, 0) << strerror(errno);
+    if (need <= 0) return 0;
+    std::string buf(static_cast<size_t>(need), '\0');
+    const ssize_t n = getxattr(root.c_str(), attr, buf.data(), buf.size());
+    EXPECT_GT(n, 0) << strerror(errno);
+    buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    std::smatch match;
+    // "NAME SAMPLES samples [bytes] MIN MAX SUM SUMSQ" (common/stats.h)
+    const std::regex line("(^|\n)" + counter +
+                          " +[0-9]+ samples \\[bytes\\] [0-9]+ [0-9]+ ([0-9]+)");
+    if (!std::regex_search(buf, match, line)) return 0;
+    return std::stoull(match[2]);
   }
 
   static inline Cluster* cluster_ = nullptr;
@@ -207,6 +231,48 @@ TEST_F(MountOptionsTest, NouserXattrRefusesUserAttributes) {
   EXPECT_EQ(getxattr(f0.c_str(), "user.color", buf, sizeof(buf)), 4);
   EXPECT_EQ(getxattr(f0.c_str(), "user.size", buf, sizeof(buf)), -1);
   EXPECT_EQ(errno, ENODATA);
+}
+
+TEST_F(MountOptionsTest, SplicedAndCopiedWritesLandIntact) {
+  ASSERT_TRUE(cluster_->Mount(0).ok());  // splice_writes is the default
+  ASSERT_TRUE(cluster_->Mount(1, {"nosplice_writes"}).ok());
+  constexpr size_t kChunk = 1 << 20;
+  constexpr int kChunks = 6;
+  std::vector<uint8_t> data(kChunk * kChunks);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>((i * 7919) >> 5);
+  const uint64_t spliced0 = LliteSum(0, "spliced_write_bytes");
+  for (int m = 0; m < 2; ++m) {
+    const std::string name = "written-by-" + std::to_string(m);
+    const int fd = open(P(m, name).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ASSERT_GE(fd, 0) << strerror(errno);
+    // 1 MiB writes (the second offset by a page, so requests straddle stripes), then a
+    // small tail write that the kernel sends too short to splice.
+    for (int c = 0; c < kChunks - 1; ++c) {
+      const off_t off = c == 0 ? 0 : static_cast<off_t>(c * kChunk - (c == 1 ? 4096 : 0));
+      const size_t len = c == 1 ? kChunk + 4096 : kChunk;
+      ASSERT_EQ(pwrite(fd, data.data() + off, len, off), static_cast<ssize_t>(len));
+    }
+    const off_t tail = static_cast<off_t>((kChunks - 1) * kChunk);
+    ASSERT_EQ(pwrite(fd, data.data() + tail, 100, tail), 100);
+    ASSERT_EQ(pwrite(fd, data.data() + tail + 100, kChunk - 100, tail + 100),
+              static_cast<ssize_t>(kChunk - 100));
+    ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+    ASSERT_EQ(close(fd), 0) << strerror(errno);
+    // Read back through the other mount: what each wrote is on the OSTs, byte for byte.
+    const int rfd = open(P(1 - m, name).c_str(), O_RDONLY);
+    ASSERT_GE(rfd, 0) << strerror(errno);
+    std::vector<uint8_t> back(data.size() + 1);
+    size_t got = 0;
+    for (ssize_t r; (r = read(rfd, back.data() + got, back.size() - got)) > 0;) got += r;
+    close(rfd);
+    ASSERT_EQ(got, data.size()) << name;
+    back.resize(got);
+    EXPECT_TRUE(back == data) << name << " differs from what was written";
+  }
+  // Mount 0 took its big writes through the pipe; mount 1 none (and never counts any).
+  EXPECT_GE(LliteSum(0, "spliced_write_bytes") - spliced0, 4 * kChunk);
+  EXPECT_EQ(LliteSum(1, "spliced_write_bytes"), 0u);
+  EXPECT_GE(LliteSum(1, "write_bytes"), data.size());
 }
 
 TEST_F(MountOptionsTest, LazystatfsDoesNotWaitForAnUnreachableOst) {

@@ -3,8 +3,10 @@
 // made.
 #include <sys/statvfs.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "client/fuse/fuse_ops.h"
@@ -150,12 +152,39 @@ void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info
   fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);
 }
 
-void Write(fuse_req_t req, fuse_ino_t ino, const char* data, size_t size, off_t off,
-           fuse_file_info* fi) {
+// Every WRITE comes here (libfuse prefers write_buf to write). Its data is either in
+// libfuse's buffer, which libfuse read the whole request into, or, when the request was
+// spliced (FsOptions::splice_writes), still in the pipe: it is then read once into a bulk
+// buffer that the write-behind sends as it is.
+void WriteBuf(fuse_req_t req, fuse_ino_t ino, fuse_bufvec* in, off_t off, fuse_file_info* fi) {
   if (off < 0) return ReplyErr(req, Status(Code::kInval, "negative offset"));
-  Status s = Fs(req)->DoWrite(
-      Fh(fi), static_cast<uint64_t>(off),
-      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data), size));
+  const size_t size = fuse_buf_size(in);
+  const fuse_buf& first = in->buf[in->idx];
+  Status s;
+  if (in->count - in->idx == 1 && !(first.flags & FUSE_BUF_IS_FD)) {
+    s = Fs(req)->DoWrite(Fh(fi), static_cast<uint64_t>(off),
+                         {static_cast<const uint8_t*>(first.mem) + in->off, size});
+  } else {
+    auto data = std::make_shared<lnet::Buffer>(size);
+    size_t got = 0;
+    while (got < size) {
+      fuse_bufvec dst = FUSE_BUFVEC_INIT(size - got);
+      dst.buf[0].mem = data->data() + got;
+      const ssize_t n = fuse_buf_copy(&dst, in, static_cast<fuse_buf_copy_flags>(0));
+      if (n < 0) {
+        return ReplyErr(req, Status(Code::kIO, std::string("reading a spliced write: ") +
+                                                   std::strerror(static_cast<int>(-n))));
+      }
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got != size) {
+      return ReplyErr(req, Status(Code::kIO, "short spliced write: " + std::to_string(got) +
+                                                 " of " + std::to_string(size) + " bytes"));
+    }
+    const std::span<const uint8_t> bytes = std::as_const(*data).span();
+    s = Fs(req)->DoWrite(Fh(fi), static_cast<uint64_t>(off), bytes, std::move(data));
+  }
   if (!s.ok()) return ReplyErr(req, s);
   fuse_reply_write(req, size);
 }
@@ -292,7 +321,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.open = Open;
   ops.create = Create;
   ops.read = Read;
-  ops.write = Write;
+  ops.write_buf = WriteBuf;
   ops.flush = Flush;
   ops.release = Release;
   ops.fsync = Fsync;

@@ -180,11 +180,14 @@ Result<size_t> StriaFs::ReadData(FileHandle* fh, uint64_t offset, std::span<uint
   return client_->Read(*now, size, offset, buf, nullptr, fh->capas.get());
 }
 
-Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data) {
+Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data,
+                        std::shared_ptr<const lnet::Buffer> owned) {
   if (data.empty()) return Status::Ok();
   LliteOp counted(&llite_, kLlWrite);
   ScopedJobId job(fh->cred.jobid());
   llite_.Add(kLlWriteBytes, data.size());
+  // Only a spliced write (WriteBuf) comes with a buffer of its own.
+  if (owned != nullptr) llite_.Add(kLlSplicedWriteBytes, data.size());
   // osc.*.max_dirty_mb: the write-behind bytes in flight per file; 0 writes synchronously.
   const uint64_t max_dirty = static_cast<uint64_t>(client_->tunables().Get("max_dirty_mb")) << 20;
   if (offset > kMaxFileSize || data.size() > kMaxFileSize - offset) {
@@ -203,11 +206,11 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
     STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/false, fh->capas.get()));
     fh->inode->NoteAcked(offset + data.size());
   } else {
-    // The data is copied and written in the background; flush, fsync, close, reads and
-    // truncates wait for it (Drain) and report its errors.
+    // The data is written in the background (copied first unless it is in a buffer of its
+    // own already); flush, fsync, close, reads and truncates wait for it (Drain) and report
+    // its errors.
     Client* client = client_;
-    STRIA_RETURN_IF_ERROR(fh->inode->write_behind.Submit(
-        &write_pool_, offset, data,
+    WriteBehind::WriteFn write =
         [client, layout = std::move(layout), inode = fh->inode, jobid = fh->cred.jobid(),
          capas = fh->capas](uint64_t off, std::span<const uint8_t> bytes) {
           ScopedJobId job(jobid);
@@ -218,8 +221,13 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
             inode->write_failed.store(true);
           }
           return st;
-        },
-        std::max<uint64_t>(max_dirty, data.size())));
+        };
+    const uint64_t max_bytes = std::max<uint64_t>(max_dirty, data.size());
+    STRIA_RETURN_IF_ERROR(
+        owned ? fh->inode->write_behind.Submit(&write_pool_, offset, std::move(owned),
+                                               std::move(write), max_bytes)
+              : fh->inode->write_behind.Submit(&write_pool_, offset, data, std::move(write),
+                                               max_bytes));
   }
   fh->inode->NoteWrite(offset + data.size());
   fh->mtime_ns.store(NowNs());

@@ -66,11 +66,16 @@ void StriaFs::Init(fuse_conn_info* conn) {
     want(FUSE_CAP_POSIX_LOCKS);
     want(FUSE_CAP_FLOCK_LOCKS);
   }
-  // Off: writeback caching (close-to-open is ours), splice (no measured gain).
+  // Off: writeback caching (close-to-open is ours), splicing replies (a read's reply is
+  // copied into the page cache either way). Writes come spliced unless the mount says not
+  // to (FsOptions::splice_writes): their data is then read from the pipe once, into the
+  // buffer it is sent from.
   conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ | FUSE_CAP_SPLICE_WRITE |
                   FUSE_CAP_SPLICE_MOVE);
-  LOG_INFO("FUSE init: max_write {} KiB, max_readahead {} KiB, want 0x{:x}",
-           conn->max_write >> 10, conn->max_readahead >> 10, conn->want);
+  if (options_.splice_writes) want(FUSE_CAP_SPLICE_READ);
+  LOG_INFO("FUSE init: max_write {} KiB, max_readahead {} KiB, want 0x{:x}, splice writes {}",
+           conn->max_write >> 10, conn->max_readahead >> 10, conn->want,
+           (conn->want & FUSE_CAP_SPLICE_READ) != 0 ? "on" : "off");
 }
 
 void StriaFs::FillEntry(const proto::Attr& attr, const proto::Layout* layout,

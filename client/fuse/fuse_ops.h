@@ -39,6 +39,7 @@
 #include "client/fuse/close_batcher.h"
 #include "client/fuse/lease_cache.h"
 #include "common/status.h"
+#include "lnet/buffer.h"
 
 namespace stria::client::fuse {
 
@@ -60,6 +61,10 @@ struct FsOptions {
   // Closes that report nothing wait this long to go together (close_batcher.h); 0 sends
   // each at once.
   int close_gather_ms = 10;
+  // The kernel hands over the data of a WRITE through a pipe (splice, FUSE_CAP_SPLICE_READ)
+  // and stria-fuse reads it once into the buffer the write-behind sends from, instead of
+  // libfuse reading the request into its own buffer and the write-behind copying it again.
+  bool splice_writes = true;
 };
 
 class StriaFs {
@@ -119,7 +124,10 @@ class StriaFs {
                   fuse_file_info* fi, fuse_entry_param* e);
   Result<size_t> DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf);
   Result<size_t> ReadData(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf);
-  Status DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data);
+  // `owned`, when given, holds `data` (a spliced write read into a buffer of its own): the
+  // write-behind sends it as it is instead of copying it.
+  Status DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t> data,
+                 std::shared_ptr<const lnet::Buffer> owned = nullptr);
   Status DoFlush(fuse_req_t req, FileHandle* fh);
   Status DoRelease(fuse_req_t req, FileHandle* fh);
   Status DoFsync(fuse_req_t req, FileHandle* fh, bool datasync);

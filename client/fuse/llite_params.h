@@ -41,6 +41,7 @@ enum LliteCounter : size_t {
   kLlSetattr, kLlTruncate, kLlFlock, kLlGetattr, kLlCreate, kLlLink, kLlUnlink, kLlSymlink,
   kLlMkdir, kLlRmdir, kLlMknod, kLlRename, kLlStatfs, kLlSetxattr, kLlGetxattr, kLlListxattr,
   kLlRemovexattr,
+  kLlSplicedWriteBytes,  // Stria's own: the write_bytes that came through a pipe (splice)
 };
 
 inline constexpr CounterSpec kLliteCounters[] = {
@@ -56,7 +57,7 @@ inline constexpr CounterSpec kLliteCounters[] = {
     {"mknod", StatUnit::kUsecs},       {"rename", StatUnit::kUsecs},
     {"statfs", StatUnit::kUsecs},      {"setxattr", StatUnit::kUsecs},
     {"getxattr", StatUnit::kUsecs},    {"listxattr", StatUnit::kUsecs},
-    {"removexattr", StatUnit::kUsecs},
+    {"removexattr", StatUnit::kUsecs}, {"spliced_write_bytes", StatUnit::kBytes},
 };
 
 // Counts one operation's latency in a StatsSet when it goes out of scope.

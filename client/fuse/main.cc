@@ -94,6 +94,36 @@ void RaiseReadahead(const std::string& mountpoint, unsigned kb) {
   if (ra) LOG_INFO("readahead of bdi {} set to {} KiB", found, kb);
 }
 
+// Whether libfuse can splice a whole WRITE of `max_write` bytes: it sizes each worker's
+// pipe to the request buffer (max_write plus a page of headers, which the kernel rounds up
+// to a power of two) and falls back to reading requests when F_SETPIPE_SZ refuses that. An
+// unprivileged process (and root without CAP_SYS_RESOURCE, as in most containers) may not
+// go beyond fs.pipe-max-size, 1 MiB by default: raise it when it is lower. Best effort
+// (root only); false when pipes that large cannot be had.
+bool PipesHoldWrites(uint32_t max_write) {
+  size_t want = 1;
+  while (want < static_cast<size_t>(max_write) + 4096) want <<= 1;
+  auto fits = [want] {
+    int p[2];
+    if (pipe(p) != 0) return false;
+    const bool ok = fcntl(p[0], F_SETPIPE_SZ, static_cast<int>(want)) >= 0;
+    close(p[0]);
+    close(p[1]);
+    return ok;
+  };
+  if (fits()) return true;
+  {
+    std::ofstream max("/proc/sys/fs/pipe-max-size");
+    max << want << "\n";
+    max.flush();
+    if (!max) return false;
+  }
+  if (!fits()) return false;
+  LOG_INFO("fs.pipe-max-size raised to {} so that writes of {} KiB can be spliced", want,
+           max_write >> 10);
+  return true;
+}
+
 // Runs the mount; `ready_fd` (>= 0 when a parent waits) gets one byte once mounted.
 int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int ready_fd) {
   const std::string level = mo.log_level.empty() ? (a.verbose || a.debug ? "debug" : "info")
@@ -145,6 +175,13 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   fs_opts.user_xattr = mo.user_xattr;
   fs_opts.lazy_statfs = mo.lazy_statfs;
   fs_opts.close_gather_ms = mo.close_gather_ms;
+  fs_opts.splice_writes = mo.splice_writes;
+  if (fs_opts.splice_writes && !PipesHoldWrites(fs_opts.max_write)) {
+    LOG_WARN("fs.pipe-max-size is below what a {} KiB write needs and cannot be raised here: "
+             "writes are read whole and copied (as with nosplice_writes)",
+             fs_opts.max_write >> 10);
+    fs_opts.splice_writes = false;
+  }
   StriaFs fs(client->get(), fs_opts);
 
   const std::string opt_string = mo.FuseOptString();

@@ -134,6 +134,8 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
         m.lnet_fallback = value;
       } else if (key == "busy_poll_us") {
         STRIA_RETURN_IF_ERROR(ParseInt(key, value, 0, 10'000, &m.busy_poll_us));
+      } else if (o == "splice_writes" || o == "nosplice_writes") {
+        m.splice_writes = o == "splice_writes";
       } else if (o == "o2ib_poll") {
         m.o2ib_poll = true;
       } else if (o == "allow_other") {

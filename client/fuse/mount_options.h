@@ -34,6 +34,10 @@
 //   busy_poll_us=US     spin this long for the reply to a small request before sleeping
 //                       (lnet/busy_poll.h); default 0 for a mount: through FUSE the
 //                       kernel's own wakeups dominate and spinning measured no gain
+//   nosplice_writes     libfuse reads a WRITE whole into its buffer and the write-behind
+//                       copies the data again, instead of the default splice_writes: the
+//                       kernel hands the data over through a pipe and it is read once, into
+//                       the buffer it is sent from
 //   noallow_other       do not add allow_other
 //   nodefault_permissions  leave permission checks to the MDS alone (cached dentries then
 //                       skip the search permission of directories)
@@ -83,6 +87,7 @@ struct MountOptions {
   LockMode locks = LockMode::kCluster;
   bool user_xattr = true;
   bool lazy_statfs = true;
+  bool splice_writes = true;
   std::vector<std::string> ignored;  // unknown options dropped by a sloppy parse
 
   // "opt1,opt2,..." for libfuse's -o.

@@ -20,6 +20,7 @@
 
 #include "client/internal/thread_pool.h"
 #include "common/status.h"
+#include "lnet/buffer.h"
 
 namespace stria::client::fuse {
 
@@ -33,6 +34,11 @@ class WriteBehind {
   // background write instead (the new data is then not written).
   Status Submit(internal::ThreadPool* pool, uint64_t offset, std::span<const uint8_t> data,
                 WriteFn write, uint64_t max_bytes = kDefaultMaxBytes);
+  // The same for data the caller already holds in a buffer of its own (a write spliced from
+  // the kernel and read once into it): the buffer is written as it is, not copied.
+  Status Submit(internal::ThreadPool* pool, uint64_t offset,
+                std::shared_ptr<const lnet::Buffer> data, WriteFn write,
+                uint64_t max_bytes = kDefaultMaxBytes);
 
   // Waits until no write is in flight; returns (and clears) a pending error.
   Status Drain();
@@ -46,6 +52,12 @@ class WriteBehind {
     uint64_t start, end;
   };
   bool OverlapsLocked(uint64_t start, uint64_t end) const;
+  // Waits for room and for overlapping writes to finish, then counts [offset, offset+size)
+  // in flight; or returns (and clears) a pending error.
+  Status Admit(uint64_t offset, uint64_t size, uint64_t max_bytes);
+  // Runs write(offset, data) on `pool` for a range Admit counted.
+  Status Run(internal::ThreadPool* pool, uint64_t offset,
+             std::shared_ptr<const lnet::Buffer> data, WriteFn write);
 
   std::mutex mu_;
   std::condition_variable cv_;
