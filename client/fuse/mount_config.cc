@@ -45,6 +45,7 @@ constexpr KeyInfo kKeys[] = {
     {"flock", "flock", Kind::kWord, false, {{"flock", "localflock", "noflock"}}},
     {"user_xattr", "user_xattr", Kind::kNegatable, false},
     {"lazystatfs", "lazystatfs", Kind::kNegatable, false},
+    {"splice_writes", "splice_writes", Kind::kNegatable, false},
 };
 
 const KeyInfo* Find(const ConfigEntry& e) {

@@ -65,8 +65,10 @@ TEST(MountConfigTest, BadEntriesNameFileAndLine) {
 }
 
 TEST(MountConfigTest, LustreClientOptions) {
-  EXPECT_EQ(Options("[client]\nflock = \"localflock\"\nuser_xattr = false\nlazystatfs = false\n"),
-            (std::vector<std::string>{"localflock", "nouser_xattr", "nolazystatfs"}));
+  EXPECT_EQ(Options("[client]\nflock = \"localflock\"\nuser_xattr = false\nlazystatfs = false\n"
+                    "splice_writes = false\n"),
+            (std::vector<std::string>{"localflock", "nouser_xattr", "nolazystatfs",
+                                      "nosplice_writes"}));
   EXPECT_EQ(Options("[client]\nflock = \"noflock\"\nuser_xattr = true\n"),
             (std::vector<std::string>{"noflock", "user_xattr"}));
   EXPECT_NE(Error("[client]\nflock = \"io_threads=3\"\n")
