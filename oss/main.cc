@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> ost_args;
   int threads = 8;
   size_t max_open_files = 512;
+  bool read_cache = false;
   int heartbeat_ms = 5'000;
   app.add_option("--mgs", mgs, "MGS NID list, e.g. 127.0.0.1@tcp:9880[,NID...]")->required();
   app.add_option("--ost", ost_args, "an OST to serve, INDEX:DIR (repeatable)")->required();
@@ -102,6 +103,9 @@ int main(int argc, char** argv) {
                  "tcp: carry o2ib NIDs over TCP where this host has no RDMA device "
                  "(default none: such a NID is an error)")
       ->check(CLI::IsMember({"tcp", "none"}));
+  app.add_flag("--read-cache", read_cache,
+               "read large aligned ranges through the page cache too (by default they come "
+               "from disk with O_DIRECT and are not cached)");
   app.add_flag("--o2ib-poll", o2ib_poll,
                "busy-poll RDMA completion queues instead of sleeping on their channel");
   int busy_poll_us = stria::lnet::BusyPollUs();
@@ -167,6 +171,7 @@ int main(int argc, char** argv) {
   options.threads = threads;
   options.heartbeat_ms = heartbeat_ms;
   options.store.max_open_files = max_open_files;
+  options.store.direct_reads = !read_cache;
 
   // Block the stop signals in every thread; the main thread waits for them below.
   sigset_t stop_signals;

@@ -219,7 +219,16 @@ Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
   *object_size = size;
   if (offset >= size) return size_t{0};
   const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
-  Status st = internal::ReadVerified(files, offset, buf.first(want), size, crc);
+  const bool direct = options_.direct_reads && offset % internal::kCrcChunk == 0 &&
+                      want % internal::kCrcChunk == 0 &&
+                      reinterpret_cast<uintptr_t>(buf.data()) % internal::kCrcChunk == 0 &&
+                      want >= options_.direct_min_bytes;
+  const int direct_fd = direct ? (*file)->direct_fd() : -1;
+  Status st = internal::ReadVerified(files, offset, buf.first(want), size, crc, direct_fd);
+  if (st.code() == Code::kInval && direct_fd >= 0) {
+    // The device wants a larger alignment than 4 KiB: this read goes buffered.
+    st = internal::ReadVerified(files, offset, buf.first(want), size, crc);
+  }
   if (!st.ok()) return NameCorruption(st, group, id);
   return want;
 }

@@ -2,8 +2,9 @@
 //
 // Object (group, id) lives at `<dir>/O/<group>/d<id % 32>/<id>`. A file is created on the
 // first write (or a growing truncate); until then the object reads as empty (size 0) and
-// Getattr says exists=false. Object data goes to disk through io_uring (UringIo), aligned
-// writes with O_DIRECT (ObjectStoreOptions::direct_writes), everything else buffered; the
+// Getattr says exists=false. Object data goes to disk through io_uring (UringIo), large
+// aligned writes and reads with O_DIRECT (ObjectStoreOptions::direct_writes, direct_reads),
+// everything else buffered; the
 // descriptors come from a bounded LRU (internal/fd_cache.h), never one held per object.
 // Nothing is fsynced unless asked (a sync write, SyncObject, SyncAll).
 //
@@ -48,7 +49,7 @@ namespace stria::oss {
 
 struct ObjectStoreOptions {
   // Most objects kept open by this OST: one descriptor each (two on an OST of the sidecar
-  // format), and one more once an object has had an O_DIRECT write; more are open only
+  // format), and one more once an object has had an O_DIRECT write or read; more are open only
   // while requests run.
   size_t max_open_files = 512;
   // Writes aligned to 4 KiB (offset, length and buffer: every full-chunk write a client
@@ -56,6 +57,13 @@ struct ObjectStoreOptions {
   // which was most of an OSS's CPU per byte written. Unaligned writes, and file systems
   // without O_DIRECT, stay buffered. false: every write buffered.
   bool direct_writes = true;
+  // Reads aligned to 4 KiB of at least direct_min_bytes (a client streaming whole stripe
+  // chunks) come from disk with O_DIRECT into the reply's buffer: no page-cache pages to
+  // allocate, fill and copy out, which cost an OSS 2 CPU-s per GiB on a one-stripe stream
+  // against 0.5 direct (docs/performance.md). What they read is not cached on the OSS, as
+  // what such writes wrote is not. false (stria-oss --read-cache): every read buffered, and
+  // the OSS's page cache serves what it holds, e.g. files many clients read at once.
+  bool direct_reads = true;
   // Writes smaller than this stay buffered even when aligned: a small file's bytes land in
   // the page cache (its close does not wait for the disk, and the object needs no third
   // descriptor), and reach the disk at fsync or with writeback, as on the passthrough.

@@ -369,6 +369,67 @@ TEST(ObjectStoreTest, AlignedWritesBypassThePageCache) {
   }
 }
 
+// Aligned reads of at least direct_min_bytes into a page-aligned buffer (a client streaming
+// whole chunks) come from disk with O_DIRECT and leave nothing in the page cache; with
+// direct_reads off they go through it. Either way the bytes are the object's and a damaged
+// chunk is refused, not returned.
+TEST(ObjectStoreTest, AlignedReadsBypassThePageCache) {
+  TempDir d;
+  for (bool direct : {true, false}) {
+    const std::string dir = d.path() + (direct ? "/direct" : "/buffered");
+    OstMeta meta{"testfs", 3, NewUuid()};
+    ASSERT_TRUE(FormatOst(dir, meta).ok());
+    ObjectStoreOptions o;
+    o.direct_reads = direct;
+    auto s = ObjectStore::Open(dir, 3, "testfs", o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    constexpr size_t kMiB = 1 << 20;
+    // 6 MiB: the second read crosses a 4 MiB group and its block of checksums.
+    const auto p = Pattern(6 * kMiB, 0, 21);
+    ASSERT_TRUE((*s)->Write(0, 9, 0, p, false).ok());
+    const std::string path = ObjectFilePath(dir, 9);
+    {
+      const int fd = open(path.c_str(), O_RDONLY);
+      ASSERT_GE(fd, 0);
+      fdatasync(fd);
+      posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);  // cold, as after a restart
+      close(fd);
+    }
+    ASSERT_EQ(ResidentPages(path, InlineDataPos(0), 2 * kMiB), 0u);
+    lnet::Buffer buf(2 * kMiB);  // page-aligned, as a reply's bulk
+    for (uint64_t off : {uint64_t{0}, 3 * kMiB}) {
+      uint64_t size = 0;
+      uint32_t crc = 0;
+      auto n = (*s)->Read(0, 9, off, buf.span(), &size, nullptr, &crc);
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      ASSERT_EQ(*n, 2 * kMiB);
+      EXPECT_EQ(size, 6 * kMiB);
+      EXPECT_TRUE(std::equal(buf.data(), buf.data() + *n, p.begin() + off)) << off;
+      EXPECT_EQ(crc, Crc32c(buf.data(), *n));
+    }
+    // The checksum blocks are still read through the page cache, and the kernel's readahead
+    // of the first takes a few data pages after it along: a handful, not the 512 read.
+    const size_t resident = ResidentPages(path, InlineDataPos(0), 2 * kMiB);
+    if (direct) {
+      EXPECT_LT(resident, 8u) << "an aligned read left its pages in the page cache";
+    } else {
+      EXPECT_EQ(resident, 2 * kMiB / 4096) << "buffered reads go through the page cache";
+    }
+    // One byte of the first chunk damaged on disk: the read says so.
+    {
+      const int fd = open(path.c_str(), O_WRONLY);
+      ASSERT_GE(fd, 0);
+      const uint8_t bad = static_cast<uint8_t>(p[100] ^ 0xff);
+      ASSERT_EQ(pwrite(fd, &bad, 1, static_cast<off_t>(InlineDataPos(100))), 1);
+      close(fd);
+    }
+    uint64_t size = 0;
+    auto n = (*s)->Read(0, 9, 0, buf.span(), &size);
+    ASSERT_FALSE(n.ok());
+    EXPECT_EQ(n.status().code(), Code::kCorrupt) << n.status().ToString();
+  }
+}
+
 TEST(ObjectStoreTest, NoSpaceOnDiskIsENOSPC) {
   // A tiny tmpfs fills up quickly; needs mount privileges, skipped without them.
   TempDir d;

@@ -419,7 +419,7 @@ ChunkCheck CheckChunks(std::span<const uint8_t> data, std::span<const uint32_t> 
 }
 
 Status ReadVerified(const ObjectFiles& f, uint64_t offset, std::span<uint8_t> buf,
-                    uint64_t object_size, uint32_t* buf_crc) {
+                    uint64_t object_size, uint32_t* buf_crc, int read_fd) {
   if (buf_crc != nullptr) *buf_crc = 0;
   if (buf.empty()) return Status::Ok();
   const uint64_t end = offset + buf.size();
@@ -429,7 +429,7 @@ Status ReadVerified(const ObjectFiles& f, uint64_t offset, std::span<uint8_t> bu
   const uint64_t whole_end = end == object_size ? CeilChunks(end) : end / kCrcChunk;
   std::span<uint32_t> stored;
   size_t n = 0;
-  if (Inline(f) && offset % kGroupDataBytes == 0 && whole_first < whole_end &&
+  if (read_fd < 0 && Inline(f) && offset % kGroupDataBytes == 0 && whole_first < whole_end &&
       buf.size() <= UringIo::kChunkBytes) {
     // From the start of a group (a small object read whole): its block and its bytes are
     // adjacent in the file, and one readv brings both with one disk read. Two reads
@@ -444,6 +444,9 @@ Status ReadVerified(const ObjectFiles& f, uint64_t offset, std::span<uint8_t> bu
     std::vector<UringIo::ReadRange>& ranges = RangeScratch();
     AddDataReads(f, offset, buf, &ranges);
     const size_t data_ranges = ranges.size();
+    if (read_fd >= 0) {
+      for (UringIo::ReadRange& r : ranges) r.fd = read_fd;
+    }
     if (whole_first < whole_end) {
       stored = CrcScratch(whole_end - whole_first);
       AddCrcReads(f, whole_first, stored, &ranges);

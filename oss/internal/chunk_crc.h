@@ -104,8 +104,10 @@ ChunkCheck CheckChunks(std::span<const uint8_t> data, std::span<const uint32_t> 
 // check computed: the reply's wire checksum costs no second pass over the bytes.
 // The bytes and their checksums are read in one submission; a read from the start of a
 // group (kInline: every small object) reads its block and its bytes in one readv, one disk
-// read when cold.
+// read when cold. With `read_fd` >= 0 (the object file opened with O_DIRECT; offset, size
+// and buf aligned to kCrcChunk) the bytes are read through it, the checksums still through
+// f.fd.
 Status ReadVerified(const ObjectFiles& f, uint64_t offset, std::span<uint8_t> buf,
-                    uint64_t object_size, uint32_t* buf_crc = nullptr);
+                    uint64_t object_size, uint32_t* buf_crc = nullptr, int read_fd = -1);
 
 }  // namespace stria::oss::internal

@@ -22,7 +22,7 @@ int OpenFile::direct_fd() {
     const std::string self = "/proc/self/fd/" + std::to_string(fd_);
     int fd;
     do {
-      fd = ::open(self.c_str(), O_WRONLY | O_DIRECT | O_CLOEXEC);
+      fd = ::open(self.c_str(), O_RDWR | O_DIRECT | O_CLOEXEC);
     } while (fd < 0 && errno == EINTR);
     direct_fd_ = fd;  // -1: EINVAL (no O_DIRECT on this file system) or out of descriptors
   });

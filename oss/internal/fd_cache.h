@@ -56,8 +56,8 @@ class OpenFile {
   int fd() const { return fd_; }
   int crc_fd() const { return crc_fd_; }
 
-  // The data file opened again with O_DIRECT (write-only), on first use; -1 where the file
-  // system refuses O_DIRECT (then writes stay buffered). Thread-safe.
+  // The data file opened again with O_DIRECT (read-write), on first use; -1 where the file
+  // system refuses O_DIRECT (then large writes and reads stay buffered). Thread-safe.
   int direct_fd();
 
   // Set when this descriptor created the file: its directory entry is not yet durable, so
