@@ -315,15 +315,21 @@ size_t ResidentPages(const std::string& path, uint64_t off, size_t len) {
   return n;
 }
 
+// A freshly formatted OST (index 3 of "testfs") in d/NAME.
+std::string FormattedOstDir(const TempDir& d, const std::string& name) {
+  const std::string dir = d.path() + "/" + name;
+  OstMeta meta{"testfs", 3, NewUuid()};
+  EXPECT_TRUE(FormatOst(dir, meta).ok());
+  return dir;
+}
+
 // Aligned writes of at least direct_min_bytes (what a client streams: whole chunks from a
 // page-aligned buffer) go to disk with O_DIRECT and never through the page cache; unaligned ones, buffered, mix
 // with them byte-exactly, and the checksums verify after a reopen.
 TEST(ObjectStoreTest, AlignedWritesBypassThePageCache) {
   TempDir d;
   for (bool direct : {true, false}) {
-    const std::string dir = d.path() + (direct ? "/direct" : "/buffered");
-    OstMeta meta{"testfs", 3, NewUuid()};
-    ASSERT_TRUE(FormatOst(dir, meta).ok());
+    const std::string dir = FormattedOstDir(d, direct ? "direct" : "buffered");
     ObjectStoreOptions o;
     o.direct_writes = direct;
     std::vector<uint8_t> want;
@@ -376,9 +382,7 @@ TEST(ObjectStoreTest, AlignedWritesBypassThePageCache) {
 TEST(ObjectStoreTest, AlignedReadsBypassThePageCache) {
   TempDir d;
   for (bool direct : {true, false}) {
-    const std::string dir = d.path() + (direct ? "/direct" : "/buffered");
-    OstMeta meta{"testfs", 3, NewUuid()};
-    ASSERT_TRUE(FormatOst(dir, meta).ok());
+    const std::string dir = FormattedOstDir(d, direct ? "direct" : "buffered");
     ObjectStoreOptions o;
     o.direct_reads = direct;
     auto s = ObjectStore::Open(dir, 3, "testfs", o);
