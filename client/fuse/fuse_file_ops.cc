@@ -20,6 +20,7 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   const bool just_created = created != nullptr;
   const proto::Credentials cred = Cred(req);
   proto::OpenReply rep;
+  bool held_before = false;  // a size report of ours may land after the MDS answered
   if (just_created) {
     // The create opened it too (OP_MDS_CREATE with open): no second round trip.
     *rep.mutable_attr() = created->attr();
@@ -28,6 +29,8 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
     if (created->has_capa()) *rep.mutable_capa() = created->capa();
   } else {
     const auto open_flags = static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL));
+    std::shared_ptr<Inode> known = inodes_.Get(ino);
+    held_before = known != nullptr && known->HoldsSize();
     STRIA_ASSIGN_OR_RETURN(rep, md_.Open(cred, ino, open_flags));
   }
   const uint64_t mds_handle = rep.handle();
@@ -47,7 +50,7 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
       {cred, ino, mds_handle, static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL))},
       rep.has_capa() ? &rep.capa() : nullptr);
   if (fh->writable) inode->writers.fetch_add(1);
-  inode->ObserveMdsSize(mds_size);
+  inode->ObserveMdsSize(mds_size, held_before);
   // Only then is a read worth an MDS update, sent at the first flush after a read so that
   // stat(2) after close(2) sees it.
   const proto::Attr& a = rep.attr();

@@ -148,11 +148,12 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double*
   // release that reports it and clears it meanwhile may do so after the MDS answered.
   std::shared_ptr<Inode> known = inodes_.Get(ino);
   const int64_t unreported_before = known ? known->unreported_atime_ns.load() : 0;
+  const bool held_before = known != nullptr && known->HoldsSize();
   STRIA_ASSIGN_OR_RETURN(proto::AttrReply rep, md_.Getattr(Cred(req), ino));
   *timeout = AttrTimeout(ino, rep.attr_lease_ms(), stamp);
   uint64_t size = rep.attr().size();
   if (auto inode = inodes_.Get(ino)) {
-    inode->ObserveMdsSize(size);
+    inode->ObserveMdsSize(size, held_before);
     inode->set_layout(rep.layout());
     size = inode->ReportedSize(size);
     inode->kernel_size.store(size);

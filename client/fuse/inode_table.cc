@@ -16,9 +16,9 @@ void AtomicMax(std::atomic<uint64_t>& a, uint64_t v) {
 
 }  // namespace
 
-void Inode::ObserveMdsSize(uint64_t size) {
+void Inode::ObserveMdsSize(uint64_t size, bool held_before) {
   mds_size.store(size);
-  if (HoldsSize()) {
+  if (held_before || HoldsSize()) {
     AtomicMax(known_size, size);
   } else {
     known_size.store(size);

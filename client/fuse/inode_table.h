@@ -76,8 +76,11 @@ struct Inode {
   // Writes of this file still on their way to the OSTs (client/fuse/write_behind.h).
   WriteBehind write_behind;
 
-  // Folds an MDS size into known_size.
-  void ObserveMdsSize(uint64_t mds_size);
+  // Folds an MDS size into known_size. `held_before`: this client held the size
+  // (HoldsSize()) when it sent the request the size came with. The MDS may then have
+  // answered before this client's size report reached it, and the report may have been
+  // answered since: such a size only raises known_size, never lowers it.
+  void ObserveMdsSize(uint64_t mds_size, bool held_before = false);
   // Raises known_size and written_end to `end` after a write.
   void NoteWrite(uint64_t end);
   // Raises acked_end to `end` once a write up to it succeeded on the OSTs.

@@ -89,5 +89,22 @@ TEST(Inode, SizeWhileWriting) {
   EXPECT_EQ(i.known_size.load(), 5u);
 }
 
+// A reply to a request sent while this client still held the size (its report gathered
+// with the closes) may predate the report, even when the report was answered before the
+// reply is seen: it must not take the size back.
+TEST(Inode, AReplyThatMayPredateOurSizeReportDoesNotShrinkTheSize) {
+  Inode i(4);
+  i.writers = 1;
+  i.NoteWrite(31);
+  i.writers = 0;
+  i.unreported_sizes = 1;               // closed: the size 31 waits in the close batcher
+  const bool held = i.HoldsSize();      // an OPEN is sent now
+  i.unreported_sizes = 0;               // the batch was answered meanwhile
+  i.ObserveMdsSize(28, held);           // the OPEN's reply: computed before the batch landed
+  EXPECT_EQ(i.known_size.load(), 31u);  // reads still reach the end
+  i.ObserveMdsSize(12);                 // a later request, sent after: the MDS is the truth
+  EXPECT_EQ(i.known_size.load(), 12u);
+}
+
 }  // namespace
 }  // namespace stria::client::fuse
