@@ -31,6 +31,13 @@ namespace {
 constexpr uint64_t kSubdirs = 32;
 
 // EINVAL unless [offset, offset+length) lies inside [0, kMaxFileSize].
+// Whether I/O of `size` bytes at `offset` from or into `mem` may use O_DIRECT: aligned to
+// kCrcChunk in all three (no partial chunk, a page-aligned buffer) and at least `min_bytes`.
+bool DirectEligible(uint64_t offset, size_t size, const void* mem, size_t min_bytes) {
+  return offset % internal::kCrcChunk == 0 && size % internal::kCrcChunk == 0 &&
+         reinterpret_cast<uintptr_t>(mem) % internal::kCrcChunk == 0 && size >= min_bytes;
+}
+
 Status CheckRange(uint64_t offset, uint64_t length) {
   if (offset > kMaxFileSize || length > kMaxFileSize - offset) {
     return Status(Code::kInval, fmt::format("range [{}, +{}) exceeds the maximum object size",
@@ -170,11 +177,8 @@ Result<uint64_t> ObjectStore::Write(uint64_t group, uint64_t id, uint64_t offset
     std::shared_lock lock(ObjectLock(group, id));
     auto range = range_locks_.Lock(ObjKey{group, id}, offset, data.size(), /*exclusive=*/true);
     STRIA_ASSIGN_OR_RETURN(file, GetFile(group, id, /*create=*/true));
-    const bool aligned = offset % internal::kCrcChunk == 0 &&
-                         data.size() % internal::kCrcChunk == 0 &&
-                         reinterpret_cast<uintptr_t>(data.data()) % internal::kCrcChunk == 0;
-    const bool direct =
-        aligned && options_.direct_writes && data.size() >= options_.direct_min_bytes;
+    const bool direct = options_.direct_writes && DirectEligible(offset, data.size(), data.data(),
+                                                                  options_.direct_min_bytes);
     const int direct_fd = direct ? file->direct_fd() : -1;
     Status st = internal::WriteChecksummed(Files(*file), offset, data, direct_fd, expected_crc);
     if (st.code() == Code::kInval && direct_fd >= 0) {
@@ -219,10 +223,8 @@ Result<size_t> ObjectStore::Read(uint64_t group, uint64_t id, uint64_t offset,
   *object_size = size;
   if (offset >= size) return size_t{0};
   const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), size - offset));
-  const bool direct = options_.direct_reads && offset % internal::kCrcChunk == 0 &&
-                      want % internal::kCrcChunk == 0 &&
-                      reinterpret_cast<uintptr_t>(buf.data()) % internal::kCrcChunk == 0 &&
-                      want >= options_.direct_min_bytes;
+  const bool direct = options_.direct_reads &&
+                      DirectEligible(offset, want, buf.data(), options_.direct_min_bytes);
   const int direct_fd = direct ? (*file)->direct_fd() : -1;
   Status st = internal::ReadVerified(files, offset, buf.first(want), size, crc, direct_fd);
   if (st.code() == Code::kInval && direct_fd >= 0) {

@@ -4,7 +4,6 @@
 #include <cstring>
 #include <utility>
 
-
 namespace stria::client::fuse {
 
 bool WriteBehind::OverlapsLocked(uint64_t start, uint64_t end) const {

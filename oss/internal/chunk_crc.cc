@@ -95,11 +95,12 @@ void AddCrcReads(const ObjectFiles& f, uint64_t first, std::span<uint32_t> out,
   });
 }
 
-// Adds to `ranges` the reads of object bytes [x, x + buf.size()) into buf.
+// Adds to `ranges` the reads of object bytes [x, x + buf.size()) into buf, through `fd` (the
+// object file's f.fd, or its O_DIRECT descriptor).
 void AddDataReads(const ObjectFiles& f, uint64_t x, std::span<uint8_t> buf,
-                  std::vector<UringIo::ReadRange>* ranges) {
+                  std::vector<UringIo::ReadRange>* ranges, int fd) {
   (void)ForEachPiece(f, x, buf.size(), [&](uint64_t at, uint64_t len) {
-    ranges->push_back({f.fd, buf.subspan(at - x, len), f.DataPos(at)});
+    ranges->push_back({fd, buf.subspan(at - x, len), f.DataPos(at)});
     return Status::Ok();
   });
 }
@@ -263,7 +264,7 @@ Result<uint64_t> ObjectSize(const ObjectFiles& f) {
 
 Result<size_t> ReadBytes(const ObjectFiles& f, uint64_t offset, std::span<uint8_t> buf) {
   std::vector<UringIo::ReadRange>& ranges = RangeScratch();
-  AddDataReads(f, offset, buf, &ranges);
+  AddDataReads(f, offset, buf, &ranges, f.fd);
   STRIA_RETURN_IF_ERROR(UringIo::ReadAll(ranges));
   return Contiguous(ranges);
 }
@@ -442,11 +443,8 @@ Status ReadVerified(const ObjectFiles& f, uint64_t offset, std::span<uint8_t> bu
     stored = std::span(block).first(whole_end - whole_first);
   } else {
     std::vector<UringIo::ReadRange>& ranges = RangeScratch();
-    AddDataReads(f, offset, buf, &ranges);
+    AddDataReads(f, offset, buf, &ranges, read_fd >= 0 ? read_fd : f.fd);
     const size_t data_ranges = ranges.size();
-    if (read_fd >= 0) {
-      for (UringIo::ReadRange& r : ranges) r.fd = read_fd;
-    }
     if (whole_first < whole_end) {
       stored = CrcScratch(whole_end - whole_first);
       AddCrcReads(f, whole_first, stored, &ranges);
