@@ -11,6 +11,10 @@
 //   splice_writes / nosplice_writes  the data of a write reaches stria-fuse through a pipe
 //                (counted in llite stats as spliced_write_bytes) or read whole, and either
 //                way lands intact, as the other mount reads it back
+//   io_uring / noio_uring  requests come over io_uring (counted as ring_requests) where the
+//                kernel has it, or through /dev/fuse; data written and read either way is
+//                the same bytes, and lock waiters beyond the ring's entries cannot starve
+//                the CPU queues they came from
 //   unknown options are refused as Lustre's client refuses them ("won't mount"), or dropped
 //                with a warning under mount -s
 // Skips (with the reason) where there is no /dev/fuse, or, for the statfs test only, where
@@ -24,7 +28,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <memory>
 #include <regex>
 #include <string>
@@ -132,7 +138,7 @@ class MountOptionsTest : public ::testing::Test {
     std::smatch match;
     // "NAME SAMPLES samples [bytes] MIN MAX SUM SUMSQ" (common/stats.h)
     const std::regex line("(^|\n)" + counter +
-                          " +[0-9]+ samples \\[bytes\\] [0-9]+ [0-9]+ ([0-9]+)");
+                          " +[0-9]+ samples \\[[a-z]+\\] [0-9]+ [0-9]+ ([0-9]+)");
     if (!std::regex_search(buf, match, line)) return 0;
     return std::stoull(match[2]);
   }
@@ -234,8 +240,10 @@ TEST_F(MountOptionsTest, NouserXattrRefusesUserAttributes) {
 }
 
 TEST_F(MountOptionsTest, SplicedAndCopiedWritesLandIntact) {
-  ASSERT_TRUE(cluster_->Mount(0).ok());  // splice_writes is the default
-  ASSERT_TRUE(cluster_->Mount(1, {"nosplice_writes"}).ok());
+  // Splicing is for requests read from /dev/fuse: over io_uring the kernel copies a write
+  // into the ring entry itself.
+  ASSERT_TRUE(cluster_->Mount(0, {"noio_uring"}).ok());  // splice_writes is the default
+  ASSERT_TRUE(cluster_->Mount(1, {"noio_uring", "nosplice_writes"}).ok());
   constexpr size_t kChunk = 1 << 20;
   constexpr int kChunks = 6;
   std::vector<uint8_t> data(kChunk * kChunks);
@@ -273,6 +281,132 @@ TEST_F(MountOptionsTest, SplicedAndCopiedWritesLandIntact) {
   EXPECT_GE(LliteSum(0, "spliced_write_bytes") - spliced0, 4 * kChunk);
   EXPECT_EQ(LliteSum(1, "spliced_write_bytes"), 0u);
   EXPECT_GE(LliteSum(1, "write_bytes"), data.size());
+}
+
+// Writes `data` to `path` in uneven pieces, fsyncs and closes.
+void WriteInPieces(const std::string& path, const std::vector<uint8_t>& data) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0) << path << ": " << strerror(errno);
+  for (size_t off = 0, step = 300'000; off < data.size(); off += step, step += 4096) {
+    const size_t len = std::min(step, data.size() - off);
+    ASSERT_EQ(pwrite(fd, data.data() + off, len, static_cast<off_t>(off)),
+              static_cast<ssize_t>(len));
+  }
+  ASSERT_EQ(fsync(fd), 0) << strerror(errno);
+  ASSERT_EQ(close(fd), 0) << strerror(errno);
+}
+
+std::vector<uint8_t> ReadWhole(const std::string& path) {
+  std::vector<uint8_t> back(8 << 20);
+  const int fd = open(path.c_str(), O_RDONLY);
+  EXPECT_GE(fd, 0) << path << ": " << strerror(errno);
+  if (fd < 0) return {};
+  size_t got = 0;
+  for (ssize_t r; (r = read(fd, back.data() + got, back.size() - got)) > 0;) got += r;
+  close(fd);
+  back.resize(got);
+  return back;
+}
+
+TEST_F(MountOptionsTest, RequestsGoOverIoUringWhereTheKernelHasIt) {
+  const bool kernel_has = access("/sys/module/fuse/parameters/enable_uring", F_OK) == 0;
+  ASSERT_TRUE(cluster_->Mount(0).ok());  // io_uring is the default
+  ASSERT_TRUE(cluster_->Mount(1, {"noio_uring", "ring_threads=2"}).ok());
+  std::vector<uint8_t> data(3 * (1 << 20) + 12'345);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>((i * 2654435761u) >> 13);
+  // Each mount writes one file and reads the other's, which it has no pages of: the READs
+  // go to stria-fuse (over the ring on mount 0, whose replies are read into the entries).
+  ASSERT_NO_FATAL_FAILURE(WriteInPieces(P(0, "ring-written"), data));
+  ASSERT_NO_FATAL_FAILURE(WriteInPieces(P(1, "dev-written"), data));
+  EXPECT_TRUE(ReadWhole(P(1, "ring-written")) == data);
+  EXPECT_TRUE(ReadWhole(P(0, "dev-written")) == data);
+  ASSERT_EQ(rename(P(0, "ring-written").c_str(), P(0, "ring-renamed").c_str()), 0)
+      << strerror(errno);
+  struct stat st {};
+  ASSERT_EQ(stat(P(1, "ring-renamed").c_str(), &st), 0) << strerror(errno);
+  EXPECT_EQ(st.st_size, static_cast<off_t>(data.size()));
+
+  // More lock waiters on mount 0 than its ring has entries (2 CPU queues x 4 threads on a
+  // 2-CPU host): each wait runs aside, so the holder's unlock, and anything else, still
+  // gets through.
+  const std::string lockfile = P(0, "ring-lock");
+  close(Open(0, "ring-lock"));
+  int ready[2], release[2], acquired[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(release), 0);
+  ASSERT_EQ(pipe2(acquired, O_NONBLOCK), 0);
+  auto whole = [](short type) {
+    struct flock fl {};
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    return fl;
+  };
+  const pid_t holder = fork();
+  if (holder == 0) {
+    const int fd = open(lockfile.c_str(), O_RDWR);
+    struct flock fl = whole(F_WRLCK);
+    if (fd < 0 || fcntl(fd, F_SETLK, &fl) != 0) _exit(1);
+    char c = 'h';
+    if (write(ready[1], &c, 1) != 1 || read(release[0], &c, 1) != 1) _exit(2);
+    _exit(close(fd) == 0 ? 0 : 3);  // the close drops the lock
+  }
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  constexpr int kWaiters = 12;
+  std::vector<pid_t> waiters;
+  for (int w = 0; w < kWaiters; ++w) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      const int fd = open(lockfile.c_str(), O_RDWR);
+      struct flock fl = whole(F_WRLCK);
+      if (fd < 0 || fcntl(fd, F_SETLKW, &fl) != 0) _exit(1);
+      char one = 'w';
+      if (write(acquired[1], &one, 1) != 1) _exit(2);
+      _exit(close(fd) == 0 ? 0 : 3);
+    }
+    waiters.push_back(pid);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(read(acquired[0], &c, 1), -1) << "a waiter got the lock while it was held";
+  // Exit status of `pid`, waiting until `deadline`; -1 (and the child killed) past it.
+  auto reap = [](pid_t pid, std::chrono::steady_clock::time_point deadline) {
+    int status = 0;
+    pid_t r = 0;
+    while ((r = waitpid(pid, &status, WNOHANG)) == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (r == 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  };
+  // The waiters' CPUs still serve everything else (a child, so that a starved queue
+  // fails the test rather than hanging it).
+  const pid_t prober = fork();
+  if (prober == 0) {
+    struct stat pst {};
+    _exit(stat(lockfile.c_str(), &pst) == 0 && ReadWhole(P(0, "dev-written")) == data ? 0 : 1);
+  }
+  EXPECT_EQ(reap(prober, std::chrono::steady_clock::now() + std::chrono::seconds(20)), 0)
+      << "with the lock waiters pending, a stat and a read did not get through";
+  ASSERT_EQ(write(release[1], "r", 1), 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  EXPECT_EQ(reap(holder, deadline), 0) << "the holder could not let go of the lock";
+  for (pid_t pid : waiters) EXPECT_EQ(reap(pid, deadline), 0) << "a lock waiter failed";
+  int got = 0;
+  while (read(acquired[0], &c, 1) == 1) ++got;
+  EXPECT_EQ(got, kWaiters);
+  for (int fd : {ready[0], ready[1], release[0], release[1], acquired[0], acquired[1]}) close(fd);
+
+  if (kernel_has) {
+    EXPECT_GT(LliteSum(0, "ring_requests"), 0u) << "this kernel has FUSE over io_uring";
+  } else {
+    EXPECT_EQ(LliteSum(0, "ring_requests"), 0u);
+  }
+  EXPECT_EQ(LliteSum(1, "ring_requests"), 0u) << "noio_uring took requests over io_uring";
 }
 
 TEST_F(MountOptionsTest, LazystatfsDoesNotWaitForAnUnreachableOst) {

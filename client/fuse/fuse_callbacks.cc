@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "client/fuse/fuse_ops.h"
+#include "client/fuse/fuse_ring.h"
 #include "common/log.h"
 
 namespace stria::client::fuse {
@@ -146,7 +147,9 @@ std::span<uint8_t> ThreadReadBuffer(size_t size) {
 
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   if (off < 0) return ReplyErr(req, Status(Code::kInval, "negative offset"));
-  std::span<uint8_t> buf = ThreadReadBuffer(size);
+  // Over io_uring, straight into the ring entry that carries the reply.
+  std::span<uint8_t> buf = FuseRing::ReplySpace(size);
+  if (buf.empty()) buf = ThreadReadBuffer(size);
   auto n = Fs(req)->DoRead(Fh(fi), static_cast<uint64_t>(off), buf);
   if (!n.ok()) return ReplyErr(req, n.status());
   fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);

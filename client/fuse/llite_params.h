@@ -42,6 +42,7 @@ enum LliteCounter : size_t {
   kLlMkdir, kLlRmdir, kLlMknod, kLlRename, kLlStatfs, kLlSetxattr, kLlGetxattr, kLlListxattr,
   kLlRemovexattr,
   kLlSplicedWriteBytes,  // Stria's own: the write_bytes that came through a pipe (splice)
+  kLlRingRequests,       // Stria's own: requests that came over io_uring (client/fuse/fuse_ring.h)
 };
 
 inline constexpr CounterSpec kLliteCounters[] = {
@@ -58,6 +59,7 @@ inline constexpr CounterSpec kLliteCounters[] = {
     {"statfs", StatUnit::kUsecs},      {"setxattr", StatUnit::kUsecs},
     {"getxattr", StatUnit::kUsecs},    {"listxattr", StatUnit::kUsecs},
     {"removexattr", StatUnit::kUsecs}, {"spliced_write_bytes", StatUnit::kBytes},
+    {"ring_requests", StatUnit::kReqs},
 };
 
 // Counts one operation's latency in a StatsSet when it goes out of scope.

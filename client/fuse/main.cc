@@ -35,6 +35,7 @@
 
 #include "client/client.h"
 #include "client/fuse/fuse_ops.h"
+#include "client/fuse/fuse_ring.h"
 #include "client/fuse/mount_config.h"
 #include "client/fuse/mount_options.h"
 #include "client/mount_spec.h"
@@ -211,10 +212,22 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
     fuse_session_destroy(se);
     return Fail(a, "cannot install signal handlers", kExitSystem);
   }
+  // FUSE over io_uring, where the kernel has it: the kernel offers it at INIT only if
+  // fuse.enable_uring is on by then.
+  bool ring = mo.io_uring;
+  if (std::string why; ring && !FuseRing::EnableInKernel(&why)) {
+    LOG_INFO("FUSE requests come through /dev/fuse: {}", why);
+    ring = false;
+  }
   if (fuse_session_mount(se, a.mountpoint.c_str()) != 0) {
     fuse_remove_signal_handlers(se);
     fuse_session_destroy(se);
     return Fail(a, "mounting " + a.device + " on " + a.mountpoint + " failed");
+  }
+  if (ring && !FuseRing::Attach(se, {.threads_per_queue = static_cast<unsigned>(mo.ring_threads),
+                                     .stats = &fs.llite_stats()})) {
+    LOG_WARN("FUSE requests come through /dev/fuse: the io_uring transport could not be "
+             "installed");
   }
   LOG_INFO("mounted {} on {}", a.device, a.mountpoint);
   RaiseReadahead(a.mountpoint, fs_opts.max_readahead >> 10);
@@ -262,6 +275,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   fuse_loop_cfg_set_idle_threads(loop, static_cast<unsigned>(mo.idle_threads));
   const int rc = fuse_session_loop_mt(se, loop);
   fuse_loop_cfg_destroy(loop);
+  FuseRing::Stop();
   LOG_INFO("unmounting {}", a.mountpoint);
   fs.FlushCloses();  // while the MDS session still runs
   mds_session.set_lease_check(nullptr);

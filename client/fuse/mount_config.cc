@@ -46,6 +46,8 @@ constexpr KeyInfo kKeys[] = {
     {"user_xattr", "user_xattr", Kind::kNegatable, false},
     {"lazystatfs", "lazystatfs", Kind::kNegatable, false},
     {"splice_writes", "splice_writes", Kind::kNegatable, false},
+    {"io_uring", "io_uring", Kind::kNegatable, false},
+    {"ring_threads", "ring_threads", Kind::kValue, false},
 };
 
 const KeyInfo* Find(const ConfigEntry& e) {

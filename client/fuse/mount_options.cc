@@ -136,6 +136,10 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
         STRIA_RETURN_IF_ERROR(ParseInt(key, value, 0, 10'000, &m.busy_poll_us));
       } else if (o == "splice_writes" || o == "nosplice_writes") {
         m.splice_writes = o == "splice_writes";
+      } else if (o == "io_uring" || o == "noio_uring") {
+        m.io_uring = o == "io_uring";
+      } else if (key == "ring_threads") {
+        STRIA_RETURN_IF_ERROR(ParseInt(key, value, 1, 64, &m.ring_threads));
       } else if (o == "o2ib_poll") {
         m.o2ib_poll = true;
       } else if (o == "allow_other") {

@@ -38,6 +38,11 @@
 //                       copies the data again, instead of the default splice_writes: the
 //                       kernel hands the data over through a pipe and it is read once, into
 //                       the buffer it is sent from
+//   noio_uring          FUSE requests come through /dev/fuse, instead of the default
+//                       io_uring: over the queue of the CPU that issued each, served by
+//                       threads pinned to that CPU (client/fuse/fuse_ring.h; Linux 6.14+,
+//                       root turns on fuse.enable_uring; else /dev/fuse anyway)
+//   ring_threads=N      threads serving each CPU's io_uring queue, default 4
 //   noallow_other       do not add allow_other
 //   nodefault_permissions  leave permission checks to the MDS alone (cached dentries then
 //                       skip the search permission of directories)
@@ -88,6 +93,8 @@ struct MountOptions {
   bool user_xattr = true;
   bool lazy_statfs = true;
   bool splice_writes = true;
+  bool io_uring = true;
+  int ring_threads = 4;
   std::vector<std::string> ignored;  // unknown options dropped by a sloppy parse
 
   // "opt1,opt2,..." for libfuse's -o.
