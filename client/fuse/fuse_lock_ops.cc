@@ -61,6 +61,10 @@ Status StriaFs::LockWithWait(fuse_req_t req, const proto::LockRequest& lr, bool 
     if (req != nullptr && fuse_req_interrupted(req)) {
       return Status(Code::kIntr, "lock wait interrupted by a signal");
     }
+    // Unmounted: nobody waits for the answer any more, and the mount's exit waits for us.
+    if (session_ != nullptr && fuse_session_exited(session_)) {
+      return Status(Code::kIntr, "lock wait ended by the unmount");
+    }
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
   }

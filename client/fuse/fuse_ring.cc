@@ -156,15 +156,12 @@ class Ring {
 
   void StartThreads() {
     std::lock_guard lock(threads_mu_);
+    queues_ = std::vector<QueueLoad>(nr_queues);
     for (unsigned q = 0; q < nr_queues; ++q) {
-      for (unsigned t = 0; t < options.threads_per_queue; ++t) {
-        auto w = std::make_unique<Worker>(this, q);
-        Worker* wp = w.get();
-        workers_.push_back(std::move(w));
-        threads_.emplace_back([wp] { wp->Run(); });
-      }
+      for (unsigned t = 0; t < options.threads_per_queue; ++t) SpawnLocked(q);
     }
     active = true;
+    if (options.on_active) options.on_active();
     LOG_INFO("FUSE requests go over io_uring: {} queues x {} threads, {} KiB payloads",
              nr_queues, options.threads_per_queue, payload_cap >> 10);
   }
@@ -183,6 +180,18 @@ class Ring {
     }).detach();
   }
 
+  // A worker of queue `q` takes a request: when no other worker of that queue is idle, one
+  // more starts (up to max_threads_per_queue), so that handlers that wait (an unreachable
+  // OST, a slow MDS) cannot hold up the CPU's other requests; a queue's workers stay once
+  // started, as libfuse's do.
+  void Busy(unsigned q) {
+    if (queues_[q].idle.fetch_sub(1) > 1) return;
+    std::lock_guard lock(threads_mu_);
+    if (stopping || queues_[q].workers >= options.max_threads_per_queue) return;
+    SpawnLocked(q);
+  }
+  void Idle(unsigned q) { queues_[q].idle.fetch_add(1); }
+
   void StopThreads() {
     stopping = true;
     {
@@ -198,6 +207,21 @@ class Ring {
   }
 
  private:
+  struct QueueLoad {
+    std::atomic<int> idle{0};  // workers waiting for a request (registered or not yet)
+    unsigned workers = 0;      // under threads_mu_
+  };
+
+  void SpawnLocked(unsigned q) {
+    ++queues_[q].workers;
+    queues_[q].idle.fetch_add(1);
+    auto w = std::make_unique<Worker>(this, q);
+    Worker* wp = w.get();
+    workers_.push_back(std::move(w));
+    threads_.emplace_back([wp] { wp->Run(); });
+  }
+
+  std::vector<QueueLoad> queues_;
   std::mutex mu_;
   std::unordered_map<uint64_t, Entry*> inflight_;
   std::mutex aside_mu_;
@@ -345,7 +369,9 @@ void Worker::Run() {
     }
     Entry* e = reinterpret_cast<Entry*>(tag);
     if (res == 0) {
+      ring_->Busy(qid_);
       Handle(e);
+      ring_->Idle(qid_);
     } else if (res == -EINTR || res == -EAGAIN) {
       Submit(e, e->commit_id == 0 ? kCmdRegister : kCmdCommitAndFetch);
     } else {

@@ -28,13 +28,15 @@
 //
 // Each queue (one per possible CPU) is served by `threads_per_queue` threads, each with
 // its own io_uring and one entry, so that a handler that waits (for an OST, the MDS) holds
-// up only its own entry. A lock wait (SETLKW) can last as long as another process holds
+// up only its own entry; when a queue's last idle thread takes a request, another starts
+// (up to max_threads_per_queue), as libfuse's loop adds workers. A lock wait (SETLKW) can last as long as another process holds
 // the lock; it runs on a thread of its own, and the ring thread arms a fresh entry
 // meanwhile, so waiters can never take every entry of a CPU's queue.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -47,9 +49,12 @@ class StatsSet;
 namespace stria::client::fuse {
 
 struct FuseRingOptions {
-  unsigned threads_per_queue = 4;
+  unsigned threads_per_queue = 4;       // started with the ring
+  unsigned max_threads_per_queue = 64;  // started as handlers wait (see Ring::Busy)
   // Counts each request served over the ring (kLlRingRequests); may be null.
   StatsSet* stats = nullptr;
+  // Called once the kernel has taken io_uring and the ring threads start; may be empty.
+  std::function<void()> on_active;
 };
 
 class FuseRing {

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <climits>
@@ -224,8 +225,17 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
     fuse_session_destroy(se);
     return Fail(a, "mounting " + a.device + " on " + a.mountpoint + " failed");
   }
-  if (ring && !FuseRing::Attach(se, {.threads_per_queue = static_cast<unsigned>(mo.ring_threads),
-                                     .stats = &fs.llite_stats()})) {
+  FuseRingOptions ring_opts{.threads_per_queue = static_cast<unsigned>(mo.ring_threads),
+                            .max_threads_per_queue = static_cast<unsigned>(
+                                std::max(mo.ring_threads, mo.max_threads)),
+                            .stats = &fs.llite_stats(),
+                            .on_active = {}};
+  if (mo.busy_poll_us < 0) {
+    // Over io_uring the application's side of each hand-off stays on its CPU, and spinning
+    // for the server's reply then pays (docs/performance.md); through /dev/fuse it did not.
+    ring_opts.on_active = [] { lnet::SetBusyPollUs(lnet::kDefaultBusyPollUs); };
+  }
+  if (ring && !FuseRing::Attach(se, ring_opts)) {
     LOG_WARN("FUSE requests come through /dev/fuse: the io_uring transport could not be "
              "installed");
   }
@@ -346,7 +356,7 @@ int Main(int argc, char** argv) {
   }
   // The MGS NIDs must be reachable on some LND here: an o2ib NID without a device fails now,
   // with the one message, unless the fallback allows TCP.
-  lnet::SetBusyPollUs(mo->busy_poll_us);
+  lnet::SetBusyPollUs(std::max(mo->busy_poll_us, 0));  // over io_uring, see Serve
   Status lnd = lnet::ConfigureLndsFromOptions(
       !a.lnet_fallback.empty() ? a.lnet_fallback : mo->lnet_fallback, mo->o2ib_poll);
   if (lnd.ok()) lnd = lnet::CheckNids(spec->mgs_nids);

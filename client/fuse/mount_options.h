@@ -32,8 +32,11 @@
 //                       (lnet/lnd.h; the same as stria-fuse --lnet-fallback tcp)
 //   o2ib_poll           busy-poll RDMA completion queues
 //   busy_poll_us=US     spin this long for the reply to a small request before sleeping
-//                       (lnet/busy_poll.h); default 0 for a mount: through FUSE the
-//                       kernel's own wakeups dominate and spinning measured no gain
+//                       (lnet/busy_poll.h); default 150 once requests go over io_uring
+//                       (the application's side of each hand-off then stays on its CPU,
+//                       and spinning for the server's reply pays), 0 through /dev/fuse
+//                       (the kernel's own cross-CPU wakeups dominate; spinning measured no
+//                       gain)
 //   nosplice_writes     libfuse reads a WRITE whole into its buffer and the write-behind
 //                       copies the data again, instead of the default splice_writes: the
 //                       kernel hands the data over through a pipe and it is read once, into
@@ -87,7 +90,7 @@ struct MountOptions {
   std::string key_file;       // empty: the default key (lnet::DefaultKeyRing), if any
   std::string lnet_fallback;  // "tcp", "none" or empty (the process default)
   bool o2ib_poll = false;
-  int busy_poll_us = 0;
+  int busy_poll_us = -1;  // not given: 150 over io_uring, else 0
   bool default_permissions = true;  // the kernel checks mode bits too
   LockMode locks = LockMode::kCluster;
   bool user_xattr = true;
