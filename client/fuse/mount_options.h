@@ -45,7 +45,8 @@
 //                       io_uring: over the queue of the CPU that issued each, served by
 //                       threads pinned to that CPU (client/fuse/fuse_ring.h; Linux 6.14+,
 //                       root turns on fuse.enable_uring; else /dev/fuse anyway)
-//   ring_threads=N      threads serving each CPU's io_uring queue, default 4
+//   ring_threads=N      threads serving each CPU's io_uring queue at first, default 4
+//                       (more start, up to max_threads, while all of a queue's are busy)
 //   noallow_other       do not add allow_other
 //   nodefault_permissions  leave permission checks to the MDS alone (cached dentries then
 //                       skip the search permission of directories)
