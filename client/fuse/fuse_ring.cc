@@ -198,11 +198,17 @@ class Ring {
       std::unique_lock lock(aside_mu_);
       aside_cv_.wait(lock, [this] { return aside_ == 0; });
     }
-    std::lock_guard lock(threads_mu_);
-    for (auto& w : workers_) w->Wake();
-    for (auto& t : threads_) t.join();
-    threads_.clear();
-    workers_.clear();
+    // Joined outside the lock: a worker that takes a request meanwhile may call Busy, which
+    // takes the lock and, seeing `stopping`, starts no one.
+    std::vector<std::unique_ptr<Worker>> workers;
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard lock(threads_mu_);
+      workers.swap(workers_);
+      threads.swap(threads_);
+    }
+    for (auto& w : workers) w->Wake();
+    for (auto& t : threads) t.join();
     active = false;
   }
 
