@@ -135,7 +135,6 @@ class Ring {
   size_t payload_cap = 0;
   unsigned nr_queues = 0;
   std::atomic<bool> stopping{false};
-  std::atomic<bool> active{false};
 
   // The INIT request, as the kernel sent it over /dev/fuse.
   std::atomic<uint64_t> init_unique{0};
@@ -160,7 +159,6 @@ class Ring {
     for (unsigned q = 0; q < nr_queues; ++q) {
       for (unsigned t = 0; t < options.threads_per_queue; ++t) SpawnLocked(q);
     }
-    active = true;
     if (options.on_active) options.on_active();
     LOG_INFO("FUSE requests go over io_uring: {} queues x {} threads, {} KiB payloads",
              nr_queues, options.threads_per_queue, payload_cap >> 10);
@@ -209,7 +207,6 @@ class Ring {
     }
     for (auto& w : workers) w->Wake();
     for (auto& t : threads) t.join();
-    active = false;
   }
 
  private:
@@ -561,12 +558,6 @@ std::span<uint8_t> FuseRing::ReplySpace(size_t size) {
   Entry* e = tls_entry;
   if (e == nullptr || e->opcode != FUSE_READ || size > e->payload_cap) return {};
   return {e->payload, size};
-}
-
-std::string FuseRing::Describe() {
-  if (g_ring == nullptr || !g_ring->active) return "/dev/fuse";
-  return "io_uring, " + std::to_string(g_ring->nr_queues) + " queues x " +
-         std::to_string(g_ring->options.threads_per_queue) + " threads";
 }
 
 }  // namespace stria::client::fuse

@@ -74,10 +74,6 @@ class FuseRing {
   // Where a READ served on a ring thread can put its reply's data so that the reply needs
   // no copy: the ring entry's payload, when it holds `size` bytes; else empty.
   static std::span<uint8_t> ReplySpace(size_t size);
-
-  // Whether the kernel took io_uring at INIT and the queues are registered, and the
-  // shape, for the log and llite: "io_uring, 2 queues x 4 threads" or "/dev/fuse".
-  static std::string Describe();
 };
 
 }  // namespace stria::client::fuse
