@@ -146,7 +146,9 @@ Status ClientSession::Lock(const proto::LockRequest& req, proto::LockReply* rep)
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LOCK, req, rep));
   std::lock_guard lock(mu_);
   if (req.cmd() == proto::LOCKCMD_SET) {
-    locks_.Set(req.ino(), MirrorLock(req));
+    // Granted by the MDS: recorded even where another owner's release, granted first, is
+    // not applied here yet (Set would refuse it, and the lock would never be released).
+    locks_.Apply(req.ino(), MirrorLock(req));
   } else if (req.cmd() == proto::LOCKCMD_RELEASE_OWNER) {
     const HeldLock l = MirrorLock(req);
     locks_.ReleaseOwner(req.ino(), l.owner, l.kind);

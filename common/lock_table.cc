@@ -30,6 +30,11 @@ std::optional<HeldLock> LockTable::FindConflict(uint64_t ino, const HeldLock& wa
 
 std::optional<HeldLock> LockTable::Set(uint64_t ino, const HeldLock& want) {
   if (auto conflict = FindConflict(ino, want)) return conflict;
+  Apply(ino, want);
+  return std::nullopt;
+}
+
+void LockTable::Apply(uint64_t ino, const HeldLock& want) {
   std::vector<HeldLock>& locks = by_ino_[ino];
   // Cut the owner's own locks out of [start, end]; keep what lies outside.
   std::vector<HeldLock> kept;
@@ -72,7 +77,6 @@ std::optional<HeldLock> LockTable::Set(uint64_t ino, const HeldLock& want) {
   } else {
     locks = std::move(kept);
   }
-  return std::nullopt;
 }
 
 void LockTable::ReleaseOwner(uint64_t ino, const LockOwner& owner, LockKind kind) {

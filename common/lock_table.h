@@ -51,6 +51,12 @@ class LockTable {
   // which case nothing changes and the conflicting lock is returned.
   std::optional<HeldLock> Set(uint64_t ino, const HeldLock& want);
 
+  // Applies `want` as Set does, without looking for conflicts: for a table that mirrors
+  // what an authority (the MDS) granted. A mirror that refused a grant, because another
+  // owner's release was granted before it but not yet applied, would forget the lock and
+  // never release it.
+  void Apply(uint64_t ino, const HeldLock& want);
+
   // Drops every lock of `owner` of `kind` on `ino` (close of a file, flock release).
   void ReleaseOwner(uint64_t ino, const LockOwner& owner, LockKind kind);
 

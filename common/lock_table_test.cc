@@ -66,6 +66,20 @@ TEST(LockTableTest, OwnLocksAreReplacedSplitAndMerged) {
   EXPECT_EQ(t.size(), 0u);
 }
 
+TEST(LockTableTest, ApplyRecordsAGrantThatSetWouldRefuse) {
+  // A mirror of the authority's grants: B's lock arrives before A's release is applied.
+  LockTable t;
+  ASSERT_FALSE(t.Set(1, L(kA, LockMode::kWrite, 0, kLockEof)));
+  ASSERT_TRUE(t.Set(1, L(kB, LockMode::kWrite, 0, 99))) << "Set refuses it";
+  EXPECT_FALSE(t.Holds(1, kB, LockKind::kPosix));
+  t.Apply(1, L(kB, LockMode::kWrite, 0, 99));
+  EXPECT_TRUE(t.Holds(1, kB, LockKind::kPosix));
+  t.ReleaseOwner(1, kA, LockKind::kPosix);
+  EXPECT_EQ(Dump(t, kB), "W0-99");
+  t.Apply(1, L(kB, LockMode::kUnlock, 0, 49));
+  EXPECT_EQ(Dump(t, kB), "W50-99") << "Apply unlocks and splits as Set does";
+}
+
 TEST(LockTableTest, UnlockNeverConflicts) {
   LockTable t;
   ASSERT_FALSE(t.Set(1, L(kA, LockMode::kWrite, 0, kLockEof)));

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -214,6 +215,111 @@ TEST_F(FuseLockTest, SetlkwWaitsUntilTheHolderUnlocks) {
   waiter.join();
   EXPECT_EQ(rc.load(), 0);
   close(b);
+}
+
+// Many processes of one mount wait for the same range: each gets it in turn, alone, round
+// after round. The client's mirror of its granted locks once refused a grant that came
+// while another owner's release was on its way back, forgot the lock, and so never
+// released it at close: the other waiters waited for ever. And each waiter once held a
+// ring entry that its thread kept after the wait; by the third round a thread blocked in a
+// wait while the holder's close sat in one of its other entries.
+TEST_F(FuseLockTest, ManyWaitersForOneRangeEachGetItInTurnAlone) {
+  ASSERT_EQ(WriteFile(P("queue"), Pattern(4096, 3), 4096, false), 0);
+  // Shared with the waiters: how many hold the lock now, the most at once, how many had it.
+  auto* shared = static_cast<std::atomic<int>*>(mmap(nullptr, 3 * sizeof(std::atomic<int>),
+                                                     PROT_READ | PROT_WRITE,
+                                                     MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(shared, MAP_FAILED);
+  constexpr int kWaiters = 12;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    for (int k = 0; k < 3; ++k) shared[k] = 0;
+    Holder holder([&] {
+      int fd = open(P("queue").c_str(), O_RDWR);
+      return fd >= 0 ? SetLock(fd, F_WRLCK, 0, 0) : errno;
+    });
+    ASSERT_EQ(holder.hold_rc(), 0);
+    std::vector<pid_t> waiters;
+    for (int w = 0; w < kWaiters; ++w) {
+      const pid_t pid = fork();
+      if (pid == 0) {
+        // Not the holder's pipe: its child exits when the parent closes its end.
+        close_range(3, ~0U, 0);
+        const int fd = open(P("queue").c_str(), O_RDWR);
+        if (fd < 0 || SetLock(fd, F_WRLCK, 0, 0, /*wait=*/true) != 0) _exit(1);
+        const int inside = shared[0].fetch_add(1) + 1;
+        int most = shared[1].load();
+        while (inside > most && !shared[1].compare_exchange_weak(most, inside)) {
+        }
+        shared[0].fetch_sub(1);
+        shared[2].fetch_add(1);
+        _exit(close(fd) == 0 ? 0 : 2);  // the close drops the lock
+      }
+      waiters.push_back(pid);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_EQ(shared[2].load(), 0) << "a waiter got the lock while the holder had it";
+    holder.Release();
+    const auto deadline = Clock::now() + std::chrono::seconds(60);
+    for (pid_t pid : waiters) {
+      int status = 0;
+      pid_t r = 0;
+      while ((r = waitpid(pid, &status, WNOHANG)) == 0 && Clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      if (r == 0) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+      }
+      EXPECT_TRUE(r == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+          << "a waiter did not get the lock within 60 s of the holder's exit";
+    }
+    EXPECT_EQ(shared[2].load(), kWaiters);
+    EXPECT_EQ(shared[1].load(), 1) << "two processes held one write lock at once";
+    if (HasFailure()) break;
+  }
+  munmap(shared, 3 * sizeof(std::atomic<int>));
+}
+
+// A signal ends an F_SETLKW wait with EINTR, and the interrupted waiter holds nothing.
+TEST_F(FuseLockTest, ASignalEndsAnSetlkwWaitWithEintr) {
+  ASSERT_EQ(WriteFile(P("intr"), Pattern(4096, 4), 4096, false), 0);
+  Holder holder([&] {
+    int fd = open(P("intr").c_str(), O_RDWR);
+    return fd >= 0 ? SetLock(fd, F_WRLCK, 0, 0) : errno;
+  });
+  ASSERT_EQ(holder.hold_rc(), 0);
+  int result[2];
+  ASSERT_EQ(pipe(result), 0);
+  const pid_t waiter = fork();
+  if (waiter == 0) {
+    // Nothing inherited but its end of `result` (the holder's pipe would keep it alive).
+    if (result[1] > 3) close_range(3, result[1] - 1, 0);
+    close_range(result[1] + 1, ~0U, 0);
+    struct sigaction sa {};
+    sa.sa_handler = [](int) {};  // no SA_RESTART: the wait ends
+    sigaction(SIGALRM, &sa, nullptr);
+    const int fd = open(P("intr").c_str(), O_RDWR);
+    alarm(1);
+    const int rc = fd >= 0 ? SetLock(fd, F_WRLCK, 0, 0, /*wait=*/true) : -1;
+    const char c = static_cast<char>(rc);
+    if (write(result[1], &c, 1) != 1) _exit(3);
+    pause();  // keeps its descriptor: whatever it holds stays held
+    _exit(0);
+  }
+  close(result[1]);
+  char rc = 0;
+  ASSERT_EQ(read(result[0], &rc, 1), 1) << "the waiter never returned";
+  EXPECT_EQ(rc, EINTR);
+  holder.Release();
+  const int fd = open(P("intr").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(SetLockWithin(fd, F_WRLCK, std::chrono::milliseconds(3000)), 0)
+      << "the interrupted waiter holds the lock";
+  close(fd);
+  kill(waiter, SIGKILL);
+  waitpid(waiter, nullptr, 0);
+  close(result[0]);
 }
 
 TEST_F(FuseLockTest, ClosingAnyDescriptorDropsTheProcessLocks) {

@@ -217,11 +217,11 @@ void Getlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* loc
 }
 
 void Setlk(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, struct flock* lock, int sleep) {
-  ReplyErr(req, Fs(req)->DoSetlk(req, ino, fi, *lock, sleep != 0));
+  if (auto st = Fs(req)->DoSetlk(req, ino, fi, *lock, sleep != 0)) ReplyErr(req, *st);
 }
 
 void Flock(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi, int op) {
-  ReplyErr(req, Fs(req)->DoFlock(req, ino, fi, op));
+  if (auto st = Fs(req)->DoFlock(req, ino, fi, op)) ReplyErr(req, *st);
 }
 
 void Fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,

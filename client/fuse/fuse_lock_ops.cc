@@ -5,8 +5,9 @@
 // releases POSIX implies are ours: a close of any descriptor (FLUSH) drops the closing
 // process's fcntl locks on the file, the last close of an open file description (RELEASE
 // with flock_release) drops its flock. A process killed by a signal closes its descriptors
-// too. A waiting F_SETLKW / blocking flock polls the MDS with backoff, and gives up with
-// EINTR when the kernel interrupts the request (a signal reached the waiter).
+// too. A waiting F_SETLKW / blocking flock waits in lock_waiters_ (lock_waiters.h), which
+// polls the MDS with backoff and answers EINTR when the kernel interrupts the request (a
+// signal reached the waiter); no thread waits with it.
 // A noflock mount answers every lock request ENOSYS, as Lustre's; a localflock mount never
 // sees them (StriaFs::Init leaves them to the kernel).
 #include <fcntl.h>
@@ -51,23 +52,23 @@ Status FillRange(const struct flock& lock, proto::LockRequest* req) {
 
 }  // namespace
 
-Status StriaFs::LockWithWait(fuse_req_t req, const proto::LockRequest& lr, bool wait) {
+std::optional<Status> StriaFs::LockOrWait(fuse_req_t req, const proto::LockRequest& lr,
+                                          bool wait) {
   if (mds_session_ == nullptr) return Status(Code::kNoSys, "no MDS session for locks");
-  auto backoff = std::chrono::milliseconds(2);
-  for (;;) {
-    proto::LockReply rep;
-    Status st = mds_session_->Lock(lr, &rep);
-    if (st.code() != Code::kAgain || !wait) return st;
-    if (req != nullptr && fuse_req_interrupted(req)) {
-      return Status(Code::kIntr, "lock wait interrupted by a signal");
-    }
-    // Unmounted: nobody waits for the answer any more, and the mount's exit waits for us.
-    if (session_ != nullptr && fuse_session_exited(session_)) {
-      return Status(Code::kIntr, "lock wait ended by the unmount");
-    }
-    std::this_thread::sleep_for(backoff);
-    backoff = std::min(backoff * 2, std::chrono::milliseconds(100));
-  }
+  proto::LockReply rep;
+  Status st = mds_session_->Lock(lr, &rep);
+  if (st.code() != Code::kAgain || !wait) return st;
+  ClientSession* session = mds_session_;
+  lock_waiters_.Add(LockWaiters::Waiter{
+      .attempt =
+          [session, lr] {
+            proto::LockReply r;
+            return session->Lock(lr, &r);
+          },
+      .interrupted = [req] { return fuse_req_interrupted(req) != 0; },
+      .done = [req](const Status& s) { fuse_reply_err(req, s.ToFsErrno()); },
+  });
+  return std::nullopt;
 }
 
 namespace {
@@ -100,8 +101,8 @@ Status StriaFs::DoGetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
   return Status::Ok();
 }
 
-Status StriaFs::DoSetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
-                        const struct flock& lock, bool wait) {
+std::optional<Status> StriaFs::DoSetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
+                                       const struct flock& lock, bool wait) {
   if (options_.locks == LockMode::kNone) return NoFlock();
   proto::LockRequest lr;
   lr.set_ino(ino);
@@ -111,10 +112,11 @@ Status StriaFs::DoSetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
   lr.set_type(ToLockType(lock.l_type));
   lr.set_pid(static_cast<uint32_t>(lock.l_pid));
   STRIA_RETURN_IF_ERROR(FillRange(lock, &lr));
-  return LockWithWait(req, lr, wait);
+  return LockOrWait(req, lr, wait);
 }
 
-Status StriaFs::DoFlock(fuse_req_t req, uint64_t ino, const fuse_file_info* fi, int op) {
+std::optional<Status> StriaFs::DoFlock(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
+                                       int op) {
   if (options_.locks == LockMode::kNone) return NoFlock();
   proto::LockRequest lr;
   lr.set_ino(ino);
@@ -131,7 +133,7 @@ Status StriaFs::DoFlock(fuse_req_t req, uint64_t ino, const fuse_file_info* fi, 
   lr.set_start(0);
   lr.set_end(kLockEof);
   // flock(2) says EWOULDBLOCK (== EAGAIN) for LOCK_NB on a held lock.
-  return LockWithWait(req, lr, /*wait=*/(op & LOCK_NB) == 0);
+  return LockOrWait(req, lr, /*wait=*/(op & LOCK_NB) == 0);
 }
 
 void StriaFs::ReleaseLocks(uint64_t ino, uint64_t owner, LockKind kind) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -38,6 +39,7 @@
 #include "client/fuse/inode_table.h"
 #include "client/fuse/close_batcher.h"
 #include "client/fuse/lease_cache.h"
+#include "client/fuse/lock_waiters.h"
 #include "common/status.h"
 #include "lnet/buffer.h"
 
@@ -137,9 +139,13 @@ class StriaFs {
 
   // ---- advisory locks (fuse_lock_ops.cc) ----
   Status DoGetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi, struct flock* lock);
-  Status DoSetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
-                 const struct flock& lock, bool wait);
-  Status DoFlock(fuse_req_t req, uint64_t ino, const fuse_file_info* fi, int op);
+  // With wait, a conflict is answered later, by lock_waiters_ (nullopt here).
+  std::optional<Status> DoSetlk(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
+                                const struct flock& lock, bool wait);
+  std::optional<Status> DoFlock(fuse_req_t req, uint64_t ino, const fuse_file_info* fi,
+                                int op);
+  // Answers every waiting lock request EINTR: at unmount, before the session goes.
+  void StopLockWaits() { lock_waiters_.Stop(); }
   // Drops `owner`'s locks of `kind` on `ino` if this client holds any (close, release).
   void ReleaseLocks(uint64_t ino, uint64_t owner, LockKind kind);
 
@@ -205,8 +211,9 @@ class StriaFs {
   // EOPNOTSUPP for a user.* name on a nouser_xattr mount.
   Status CheckUserXattr(std::string_view name) const;
   Status SetLov(fuse_req_t req, uint64_t ino, std::string_view value);
-  // One lock request; with wait, retried with backoff while it conflicts (EINTR on signal).
-  Status LockWithWait(fuse_req_t req, const proto::LockRequest& lr, bool wait);
+  // One lock request; with wait, a conflict queues it in lock_waiters_ and the answer
+  // comes later (nullopt here); otherwise the answer.
+  std::optional<Status> LockOrWait(fuse_req_t req, const proto::LockRequest& lr, bool wait);
 
   // Every local parameter's getter by name; `clears` (when given) gets the statistics'.
   std::map<std::string, std::function<std::string()>> LocalParamGetters(
@@ -226,6 +233,8 @@ class StriaFs {
   // Directories' attributes from this client's own create/link/unlink replies: the
   // kernel's GETATTR of a parent it just invalidated is answered here (dir_attr_cache.h).
   DirAttrCache dir_attrs_{std::chrono::milliseconds(static_cast<int64_t>(options_.attr_timeout_s * 1000))};
+  // Blocking lock requests, waiting for a conflicting lock to go (lock_waiters.h).
+  LockWaiters lock_waiters_;
   // Closes that report nothing, sent together (close_batcher.h).
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
                       [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};

@@ -67,8 +67,9 @@ static_assert(sizeof(RingCmdReq) <= 80, "the command area of a 128-byte SQE is 8
 // contiguous as libfuse expects it.
 constexpr size_t kHeadroom = 4096;
 constexpr size_t kPage = 4096;
-// Entries one thread may own: its own, plus those armed while lock waits held others.
-constexpr unsigned kMaxEntriesPerWorker = 16;
+// Entries one thread may own: its own, plus one armed for each request of its that is
+// answered later, elsewhere (a lock wait), while that request holds its entry.
+constexpr unsigned kMaxEntriesPerWorker = 64;
 constexpr uint64_t kWakeTag = 1;  // user_data of the stop eventfd's poll
 
 class Worker;
@@ -82,6 +83,8 @@ struct Entry {
   uint64_t commit_id = 0;
   uint32_t opcode = 0;
   iovec iov[2]{};
+  std::atomic<bool> replied{false};  // the request in it has its answer
+  bool deferred = false;  // its handler returned unanswered (worker thread only)
 
   ~Entry() {
     if (hdr != nullptr) munmap(hdr, kPage);
@@ -119,7 +122,8 @@ class Worker {
   int wake_fd_ = -1;
   std::mutex sq_mu_;  // the submission queue: the worker and any thread that replies
   std::vector<std::unique_ptr<Entry>> entries_;
-  unsigned live_ = 0;
+  unsigned live_ = 0;    // entries registered and not failed
+  unsigned pinned_ = 0;  // entries whose request is answered later, elsewhere
   std::thread::id tid_;
   std::mutex handed_mu_;
   std::vector<Entry*> handed_;  // replies made on other threads, for this one to commit
@@ -164,20 +168,6 @@ class Ring {
              nr_queues, options.threads_per_queue, payload_cap >> 10);
   }
 
-  // Runs `fn` on a thread of its own; StopThreads waits for it.
-  template <typename Fn>
-  void RunAside(Fn fn) {
-    {
-      std::lock_guard lock(aside_mu_);
-      ++aside_;
-    }
-    std::thread([this, fn = std::move(fn)]() mutable {
-      fn();
-      std::lock_guard lock(aside_mu_);
-      if (--aside_ == 0) aside_cv_.notify_all();
-    }).detach();
-  }
-
   // A worker of queue `q` takes a request: when no other worker of that queue is idle, one
   // more starts (up to max_threads_per_queue), so that handlers that wait (an unreachable
   // OST, a slow MDS) cannot hold up the CPU's other requests; a queue's workers stay once
@@ -192,10 +182,6 @@ class Ring {
 
   void StopThreads() {
     stopping = true;
-    {
-      std::unique_lock lock(aside_mu_);
-      aside_cv_.wait(lock, [this] { return aside_ == 0; });
-    }
     // Joined outside the lock: a worker that takes a request meanwhile may call Busy, which
     // takes the lock and, seeing `stopping`, starts no one.
     std::vector<std::unique_ptr<Worker>> workers;
@@ -227,9 +213,6 @@ class Ring {
   std::vector<QueueLoad> queues_;
   std::mutex mu_;
   std::unordered_map<uint64_t, Entry*> inflight_;
-  std::mutex aside_mu_;
-  std::condition_variable aside_cv_;
-  unsigned aside_ = 0;
   std::mutex threads_mu_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::thread> threads_;
@@ -274,7 +257,13 @@ void Worker::CommitHandedOver() {
     std::lock_guard lock(handed_mu_);
     handed.swap(handed_);
   }
-  for (Entry* e : handed) Submit(e, kCmdCommitAndFetch);
+  for (Entry* e : handed) {
+    if (e->deferred) {
+      e->deferred = false;
+      --pinned_;
+    }
+    Submit(e, kCmdCommitAndFetch);
+  }
 }
 
 void Worker::Wake() {
@@ -413,17 +402,23 @@ void Worker::Handle(Entry* e) {
   fuse_buf buf{};
   buf.size = in->len;
   buf.mem = start;
+  e->replied.store(false, std::memory_order_relaxed);
   ring_->Remember(in->unique, e);
   if (ring_->options.stats != nullptr) ring_->options.stats->Add(kLlRingRequests, 1);
-  if (in->opcode == FUSE_SETLKW && AddEntry()) {
-    // A lock wait lasts as long as the holder wants: it gets a thread of its own, and
-    // this thread serves the fresh entry meanwhile.
-    ring_->RunAside([se = ring_->se, buf] { fuse_session_process_buf(se, &buf); });
-    return;
-  }
   tls_entry = e;
   fuse_session_process_buf(ring_->se, &buf);
   tls_entry = nullptr;
+  if (e->replied.load(std::memory_order_acquire)) return;
+  // Answered later, by another thread (a lock wait): the request holds this entry until
+  // then, so this thread arms another, unless one of its own is still free. Entries are
+  // never given back, so a worker has as many as it ever had such requests at once, + 1.
+  e->deferred = true;
+  ++pinned_;
+  if (live_ > pinned_) return;
+  if (!AddEntry()) {
+    LOG_WARN("FUSE ring queue {}: {} requests of one thread wait to be answered; it serves "
+             "no more until one is", qid_, pinned_);
+  }
 }
 
 // libfuse's custom I/O.
@@ -472,6 +467,7 @@ ssize_t DeviceWritev(int fd, iovec* iov, int count, void* /*userdata*/) {
   Ring* ring = g_ring;
   if (ring != nullptr && out->unique != 0) {
     if (Entry* e = ring->Take(out->unique); e != nullptr) {
+      e->replied.store(true, std::memory_order_release);
       size_t len = 0;
       ssize_t total = static_cast<ssize_t>(iov[0].iov_len);
       for (int i = 1; i < count; ++i) {

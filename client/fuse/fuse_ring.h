@@ -29,9 +29,11 @@
 // Each queue (one per possible CPU) is served by `threads_per_queue` threads, each with
 // its own io_uring and one entry, so that a handler that waits (for an OST, the MDS) holds
 // up only its own entry; when a queue's last idle thread takes a request, another starts
-// (up to max_threads_per_queue), as libfuse's loop adds workers. A lock wait (SETLKW) can last as long as another process holds
-// the lock; it runs on a thread of its own, and the ring thread arms a fresh entry
-// meanwhile, so waiters can never take every entry of a CPU's queue.
+// (up to max_threads_per_queue), as libfuse's loop adds workers. A request answered later
+// by another thread (a lock wait, lock_waiters.h, which can last as long as another
+// process holds the lock) keeps its entry until then; its thread arms another if it has
+// no other free, so waiters never hold a thread, nor every entry of a CPU's queue, and a
+// thread never blocks while requests wait in its other entries.
 #pragma once
 
 #include <cstddef>

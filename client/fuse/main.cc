@@ -285,6 +285,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   fuse_loop_cfg_set_idle_threads(loop, static_cast<unsigned>(mo.idle_threads));
   const int rc = fuse_session_loop_mt(se, loop);
   fuse_loop_cfg_destroy(loop);
+  fs.StopLockWaits();  // their answers go out before the ring threads do
   FuseRing::Stop();
   LOG_INFO("unmounting {}", a.mountpoint);
   fs.FlushCloses();  // while the MDS session still runs
