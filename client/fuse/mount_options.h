@@ -41,8 +41,8 @@
 //                       copies the data again, instead of the default splice_writes: the
 //                       kernel hands the data over through a pipe and it is read once, into
 //                       the buffer it is sent from
-//   io_uring            FUSE requests come over io_uring instead of the default
-//                       /dev/fuse: over the queue of the CPU that issued each, served by
+//   noio_uring          FUSE requests come through /dev/fuse, instead of the default
+//                       io_uring: over the queue of the CPU that issued each, served by
 //                       threads pinned to that CPU (client/fuse/fuse_ring.h; Linux 6.14+,
 //                       root turns on fuse.enable_uring; else /dev/fuse anyway)
 //   ring_threads=N      threads serving each CPU's io_uring queue at first, default 4
@@ -97,7 +97,7 @@ struct MountOptions {
   bool user_xattr = true;
   bool lazy_statfs = true;
   bool splice_writes = true;
-  bool io_uring = false;  // opt-in until unmount under a partition is understood
+  bool io_uring = true;
   int ring_threads = 4;
   std::vector<std::string> ignored;  // unknown options dropped by a sloppy parse
 

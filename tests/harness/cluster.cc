@@ -501,9 +501,12 @@ Status Cluster::StartOssLocked(int i) {
   const Netns* ns = NetnsOf(i);
   std::vector<std::string> argv;
   if (ns) {
-    // `ip netns exec` execs the OSS in place (same pid, so signals and PDEATHSIG still work);
-    // it reaches the MGS and is reached over the veth.
-    argv = {kIpPath, "netns", "exec", ns->name, BinPath("stria-oss"),
+    // `nsenter --net` execs the OSS in place (same pid, so signals and PDEATHSIG still work);
+    // it reaches the MGS and is reached over the veth. Not `ip netns exec`: that also gives
+    // the OSS a private copy of every mount of the moment, FUSE mounts of other tests
+    // included, and a mount copied so outlives its unmount (the kernel never ends the
+    // connection, and that mount's stria-fuse never exits).
+    argv = {"/usr/bin/nsenter", "--net=/run/netns/" + ns->name, "--", BinPath("stria-oss"),
             "--mgs", ns->host_addr + "@tcp:" + std::to_string(mds_port_),
             "--listen", ns->ns_addr + "@tcp:" + std::to_string(p.port)};
   } else {
