@@ -327,8 +327,8 @@ TEST_F(MountOptionsTest, RequestsGoOverIoUringWhereTheKernelHasIt) {
   EXPECT_EQ(st.st_size, static_cast<off_t>(data.size()));
 
   // More lock waiters on mount 0 than its ring has entries (2 CPU queues x 4 threads on a
-  // 2-CPU host): each wait runs aside, so the holder's unlock, and anything else, still
-  // gets through.
+  // 2-CPU host): each waits in the mount's lock waiters while its thread arms another
+  // entry, so the holder's unlock, and anything else, still gets through.
   const std::string lockfile = P(0, "ring-lock");
   close(Open(0, "ring-lock"));
   int ready[2], release[2], acquired[2];
@@ -357,8 +357,8 @@ TEST_F(MountOptionsTest, RequestsGoOverIoUringWhereTheKernelHasIt) {
   for (int w = 0; w < kWaiters; ++w) {
     const pid_t pid = fork();
     if (pid == 0) {
-      // Each waiter its own byte, so that all are granted at the holder's release (many
-      // waiters for one range hand it on slowly: see docs/performance.md).
+      // Each waiter its own byte, so that all are granted at the holder's release and
+      // all 12 wait at once until then (fuse_lock_test has many waiters for one range).
       const int fd = open(lockfile.c_str(), O_RDWR);
       struct flock fl = whole(F_WRLCK);
       fl.l_start = w;
