@@ -1,5 +1,7 @@
 #include "lnet/busy_poll.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -50,6 +52,9 @@ bool BusyPoller::SpinForFd(int fd, short events) {
     pollfd p{fd, events, 0};
     rc = poll(&p, 1, 0);
     if (rc != 0) break;  // ready, or an error the caller's own wait will see
+    // A thread woken on this CPU (often the very server that answers, on one machine)
+    // runs now rather than after the spin.
+    sched_yield();
   } while (Clock::now() < until);
   if (rc > 0) {
     g_hits.fetch_add(1, std::memory_order_relaxed);
