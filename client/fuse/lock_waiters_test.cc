@@ -13,7 +13,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A waiter whose lock is granted once `*free` is set; its answer lands in *answer.
+// A waiter whose lock is granted once `*free` is set; its answer lands in `answer`,
+// published by `answered`.
 struct Probe {
   std::atomic<int> tries{0};
   std::atomic<bool> answered{false};
@@ -31,8 +32,9 @@ LockWaiters::Waiter Make(Probe* p, const std::atomic<bool>* free) {
       .interrupted = [p] { return p->interrupted.load(); },
       .done =
           [p](const Status& st) {
-            EXPECT_FALSE(p->answered.exchange(true)) << "answered twice";
-            p->answer = st.code();
+            EXPECT_FALSE(p->answered.load()) << "answered twice";
+            p->answer = st.code();  // before the flag that publishes it
+            p->answered.store(true);
           },
   };
 }
