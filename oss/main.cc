@@ -1,7 +1,8 @@
 // stria-oss: the object storage server.
 //
 //   stria-oss --mgs NIDLIST --ost INDEX:DIR [--ost INDEX:DIR ...] [--listen NID]
-//             [--port-file FILE] [--threads N] [--max-open-files N] [--log-level LVL]
+//             [--port-file FILE] [--threads N] [--max-open-files N] [--object-pool N]
+//             [--log-level LVL]
 //             [--log-target T] [--log-file FILE] [--heartbeat-ms MS]
 //             [--lnet-fallback tcp|none] [--o2ib-poll] [--busy-poll-us US] [--key-file FILE]...
 //             [--capa-key-file FILE]... [--config FILE] [--instance NAME]
@@ -17,6 +18,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <string>
@@ -65,6 +67,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> ost_args;
   int threads = 8;
   size_t max_open_files = 512;
+  size_t object_pool = stria::oss::ObjectStoreOptions{}.object_pool;
   bool read_cache = false;
   int heartbeat_ms = 5'000;
   app.add_option("--mgs", mgs, "MGS NID list, e.g. 127.0.0.1@tcp:9880[,NID...]")->required();
@@ -103,6 +106,11 @@ int main(int argc, char** argv) {
                  "tcp: carry o2ib NIDs over TCP where this host has no RDMA device "
                  "(default none: such a NID is an error)")
       ->check(CLI::IsMember({"tcp", "none"}));
+  app.add_option("--object-pool", object_pool,
+                 "empty files each OST keeps for new objects (precreated, or left by destroyed "
+                 "objects); 0: none")
+      ->check(CLI::Range(size_t{0}, size_t{1} << 20))
+      ->capture_default_str();
   app.add_flag("--read-cache", read_cache,
                "read large aligned ranges through the page cache too (by default they come "
                "from disk with O_DIRECT and are not cached)");
@@ -172,6 +180,8 @@ int main(int argc, char** argv) {
   options.heartbeat_ms = heartbeat_ms;
   options.store.max_open_files = max_open_files;
   options.store.direct_reads = !read_cache;
+  options.store.object_pool = object_pool;
+  options.store.precreate = std::min(options.store.precreate, object_pool);
 
   // Block the stop signals in every thread; the main thread waits for them below.
   sigset_t stop_signals;

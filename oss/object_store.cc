@@ -62,18 +62,35 @@ Result<std::unique_ptr<ObjectStore>> ObjectStore::Open(const std::string& dir, u
   STRIA_RETURN_IF_ERROR(CheckOstMeta(dir, meta, index, fsname));
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus("open " + dir, errno);
-  return std::unique_ptr<ObjectStore>(new ObjectStore(dir, std::move(meta), fd, options));
+  std::unique_ptr<internal::ObjectPool> pool;
+  if (options.object_pool > 0) {
+    Result<std::unique_ptr<internal::ObjectPool>> opened = internal::ObjectPool::Open(
+        fd, {.max_files = options.object_pool, .precreate = options.precreate});
+    if (!opened.ok()) {
+      close(fd);
+      return Status(opened.status().code(),
+                    fmt::format("OST {} object pool: {}", dir, opened.status().message()));
+    }
+    pool = std::move(*opened);
+  }
+  return std::unique_ptr<ObjectStore>(
+      new ObjectStore(dir, std::move(meta), fd, options, std::move(pool)));
 }
 
 ObjectStore::ObjectStore(std::string dir, OstMeta meta, int root_fd,
-                         const ObjectStoreOptions& options)
+                         const ObjectStoreOptions& options,
+                         std::unique_ptr<internal::ObjectPool> pool)
     : dir_(std::move(dir)),
       meta_(std::move(meta)),
       root_fd_(root_fd),
       options_(options),
-      cache_(options.max_open_files) {}
+      cache_(options.max_open_files),
+      pool_(std::move(pool)) {}
 
-ObjectStore::~ObjectStore() { close(root_fd_); }
+ObjectStore::~ObjectStore() {
+  pool_.reset();  // its thread works under root_fd_
+  close(root_fd_);
+}
 
 std::string ObjectStore::RelPath(uint64_t group, uint64_t id) {
   return fmt::format("O/{}/d{}/{}", group, id % kSubdirs, id);
@@ -127,7 +144,23 @@ Result<FileRef> ObjectStore::OpenFile(uint64_t group, uint64_t id, bool create) 
   if (errno != ENOENT) return ErrnoStatus("open object " + rel, errno);
   if (!create) return Status(Code::kNoEnt, "object " + rel + " does not exist");
   for (int attempt = 0; attempt < 3; ++attempt) {
-    fd = openat(root_fd_, rel.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    // An empty file from the pool when one is ready, else a file created here.
+    Result<bool> placed = pool_ ? pool_->Place(rel) : Result<bool>(false);
+    if (!placed.ok()) {
+      if (placed.status().code() == Code::kExist) {
+        errno = EEXIST;
+      } else if (placed.status().code() == Code::kNoEnt) {
+        errno = ENOENT;
+      } else {
+        return placed.status();
+      }
+      fd = -1;
+    } else if (*placed) {
+      fd = openat(root_fd_, rel.c_str(), O_RDWR | O_CLOEXEC);
+      if (fd < 0) return ErrnoStatus("open object " + rel, errno);
+    } else {
+      fd = openat(root_fd_, rel.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    }
     if (fd >= 0) {
       STRIA_ASSIGN_OR_RETURN(FileRef file, OpenedObject(fd, group, id, /*fresh=*/true));
       file->dir_dirty.store(true, std::memory_order_relaxed);
@@ -267,12 +300,19 @@ Result<uint64_t> ObjectStore::Truncate(uint64_t group, uint64_t id, uint64_t siz
 Status ObjectStore::Destroy(uint64_t group, uint64_t id) {
   const std::string rel = RelPath(group, id);
   const std::string crc_rel = CrcPath(group, id);
+  // Exclusive: a write still in flight lands before the file can go back to the pool.
+  std::unique_lock lock(ObjectLock(group, id));
   return cache_.Invalidate(ObjKey{group, id}, [&]() -> Status {
     // The sidecar first: a destroy cut short leaves an object without checksums (it reads
     // unverified), never an orphan sidecar that nothing would remove.
     if (meta_.object_format == ObjectFormat::kSidecar &&
         unlinkat(root_fd_, crc_rel.c_str(), 0) != 0 && errno != ENOENT) {
       return ErrnoStatus("unlink checksum sidecar " + crc_rel, errno);
+    }
+    if (pool_) {
+      Result<bool> kept = pool_->Recycle(rel);
+      if (kept.ok() && *kept) return Status::Ok();
+      if (!kept.ok()) return kept.status().code() == Code::kNoEnt ? Status::Ok() : kept.status();
     }
     if (unlinkat(root_fd_, rel.c_str(), 0) != 0 && errno != ENOENT) {
       return ErrnoStatus("unlink object " + rel, errno);
@@ -407,9 +447,17 @@ Result<ObjectScrub> ObjectStore::ScrubObject(uint64_t group, uint64_t id, size_t
   const bool checked = meta_.object_format == ObjectFormat::kInline || crc_fd >= 0;
   step = std::max<size_t>(kCrcChunk, step / kCrcChunk * kCrcChunk);
   std::vector<uint8_t> buf(step);
+  struct stat opened;
+  if (fstat(fd, &opened) != 0) return ErrnoStatus("stat object " + RelPath(group, id), errno);
   for (uint64_t offset = 0;; offset += step) {
     std::shared_lock lock(ObjectLock(group, id));
     auto range = range_locks_.Lock(ObjKey{group, id}, offset, step, /*exclusive=*/false);
+    // Destroyed meanwhile: its file may be in the pool already, or be another object's.
+    struct stat now;
+    if (fstatat(root_fd_, RelPath(group, id).c_str(), &now, 0) != 0 ||
+        now.st_ino != opened.st_ino) {
+      break;
+    }
     STRIA_ASSIGN_OR_RETURN(uint64_t size, internal::ObjectSize(files));
     if (offset >= size) break;
     const size_t len = static_cast<size_t>(std::min<uint64_t>(step, size - offset));

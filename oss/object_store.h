@@ -1,8 +1,9 @@
 // ObjectStore: one OST — a directory on a local filesystem holding one file per object.
 //
 // Object (group, id) lives at `<dir>/O/<group>/d<id % 32>/<id>`. A file is created on the
-// first write (or a growing truncate); until then the object reads as empty (size 0) and
-// Getattr says exists=false. Object data goes to disk through io_uring (UringIo), large
+// first write (or a growing truncate), as a rename of an empty file from the OST's pool
+// (`<dir>/P/`, internal/object_pool.h) when one is ready; until then the object reads as
+// empty (size 0) and Getattr says exists=false. Destroy puts the file back into the pool. Object data goes to disk through io_uring (UringIo), large
 // aligned writes and reads with O_DIRECT (ObjectStoreOptions::direct_writes, direct_reads),
 // everything else buffered; the
 // descriptors come from a bounded LRU (internal/fd_cache.h), never one held per object.
@@ -21,12 +22,14 @@
 // serve `lctl scrub` (oss/ost_scrub.h).
 //
 // Thread-safety: all methods are thread-safe. Each object has a reader/writer lock (striped
-// over kObjectLocks) and its 1 MiB regions have another (internal/range_locks.h). Punch and
-// Truncate hold the object lock exclusive. Write holds it shared and its regions exclusive,
-// so writes to disjoint regions of one object run in parallel while writes to the same chunk
-// (read-modify-write) are serialized and land in some order; Read and each scrub step hold
-// both shared, so they never see the data of one write with the checksums of another.
-// Lock order: the object lock, the region stripes (ascending), then an FdCache shard lock
+// over kObjectLocks) and its 1 MiB regions have another (internal/range_locks.h). Punch,
+// Truncate and Destroy hold the object lock exclusive (so no write to a destroyed object can
+// land in its file once the pool hands it out again). Write holds it shared and its regions
+// exclusive, so writes to disjoint regions of one object run in parallel while writes to the
+// same chunk (read-modify-write) are serialized and land in some order; Read and each scrub
+// step hold both shared, so they never see the data of one write with the checksums of
+// another. Lock order: the object lock, the region stripes (ascending), then an FdCache shard
+// lock, then the pool's
 // (leaf); never two object locks.
 #pragma once
 
@@ -42,6 +45,7 @@
 #include "common/status.h"
 #include "oss/internal/chunk_crc.h"
 #include "oss/internal/fd_cache.h"
+#include "oss/internal/object_pool.h"
 #include "oss/internal/range_locks.h"
 #include "oss/ost_meta.h"
 
@@ -69,6 +73,13 @@ struct ObjectStoreOptions {
   // descriptor), and reach the disk at fsync or with writeback, as on the passthrough.
   // Streams and checkpoints write whole stripe chunks (1 MiB by default) and go direct.
   size_t direct_min_bytes = 256 << 10;
+  // Empty files kept ready for new objects in `P/` (internal/object_pool.h): precreated in
+  // batches of up to `precreate` by a background thread, and the files of destroyed objects,
+  // emptied, up to `object_pool` in all. A new object is then a rename, not an inode
+  // allocation, and a destroy a rename, not an inode freed. 0: none (each object file is
+  // created by its first write and unlinked by its destroy).
+  size_t object_pool = 4096;
+  size_t precreate = 256;
 };
 
 struct ObjectAttr {
@@ -158,8 +169,12 @@ class ObjectStore {
   // Descriptors cached now (for tests and stats).
   size_t cached_files() const { return cache_.size(); }
 
+  // The pool of empty object files (nullptr when ObjectStoreOptions::object_pool is 0).
+  internal::ObjectPool* pool() const { return pool_.get(); }
+
  private:
-  ObjectStore(std::string dir, OstMeta meta, int root_fd, const ObjectStoreOptions& options);
+  ObjectStore(std::string dir, OstMeta meta, int root_fd, const ObjectStoreOptions& options,
+              std::unique_ptr<internal::ObjectPool> pool);
 
   static constexpr size_t kObjectLocks = 256;
 
@@ -196,6 +211,7 @@ class ObjectStore {
   internal::FdCache cache_;
   std::array<std::shared_mutex, kObjectLocks> object_locks_;
   internal::RangeLocks range_locks_;
+  std::unique_ptr<internal::ObjectPool> pool_;  // uses root_fd_: reset before it is closed
 };
 
 }  // namespace stria::oss
