@@ -84,6 +84,7 @@ ObjectPool::~ObjectPool() {
     std::lock_guard lock(mu_);
     stop_ = true;
   }
+  stopping_.store(true, std::memory_order_relaxed);
   wake_.notify_all();
   thread_.join();
 }
@@ -213,6 +214,7 @@ std::vector<uint64_t> ObjectPool::Create(size_t batch) {
   std::vector<uint64_t> made;
   made.reserve(batch);
   for (uint64_t n = first; n < first + batch; ++n) {
+    if (stopping_.load(std::memory_order_relaxed)) break;
     const std::string path = PathOf(n);
     const int fd = openat(root_fd_, path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -249,7 +251,7 @@ void ObjectPool::Run() {
     in_hand_ -= dirty.size() + batch;
     ready_.insert(ready_.end(), ready.begin(), ready.end());
     ready_.insert(ready_.end(), made.begin(), made.end());
-    if (made.size() < batch) retry_after_ = std::chrono::steady_clock::now() + kRetryAfterFailure;
+    if (made.size() < batch && !stop_) retry_after_ = std::chrono::steady_clock::now() + kRetryAfterFailure;
   }
 }
 

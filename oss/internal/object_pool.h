@@ -23,6 +23,7 @@
 // runs under it.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -102,6 +103,7 @@ class ObjectPool {
   size_t in_hand_ = 0;             // GUARDED_BY(mu_): files the thread is working on
   bool busy_ = false;              // GUARDED_BY(mu_): the thread is between waits
   bool stop_ = false;              // GUARDED_BY(mu_)
+  std::atomic<bool> stopping_{false};  // stop_, for a batch under way to end early
   bool disabled_ = false;          // GUARDED_BY(mu_): the file system cannot rename as Place must
   // GUARDED_BY(mu_): no batch is asked for before this, after one that failed
   std::chrono::steady_clock::time_point retry_after_;
