@@ -179,6 +179,26 @@ TEST(ObjectPoolTest, FilesLeftInThePoolAreEmptiedAtStartAndUsed) {
   EXPECT_EQ(objects, 1u);
 }
 
+TEST(ObjectPoolTest, ALinkOrADirectoryInThePoolIsNeitherFollowedNorUsed) {
+  TempDir d;
+  { auto s = MakeStore(d.path(), 4096, /*precreate=*/0); }
+  const std::string outside = d.path() + "/precious";
+  { std::ofstream(outside) << "keep me"; }
+  ASSERT_EQ(symlink(outside.c_str(), (d.path() + "/P/77").c_str()), 0);
+  ASSERT_EQ(mkdir((d.path() + "/P/78").c_str(), 0755), 0);
+  auto s = MakeStore(d.path(), 4096, /*precreate=*/0, /*format=*/false);
+  ASSERT_TRUE(s && s->pool());
+  s->pool()->WaitIdle();
+  EXPECT_EQ(s->pool()->ready(), 0u);
+  struct stat st;
+  ASSERT_EQ(stat(outside.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 7) << "the pool emptied a file through a link";
+  // A new object is created as before, a plain file.
+  ASSERT_TRUE(s->Write(0, 9, 0, Pattern(100, 0, 1), false).ok());
+  ASSERT_EQ(lstat(ObjectPath(d.path(), 9).c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+}
+
 TEST(ObjectPoolTest, AWriteToAnObjectBeingDestroyedNeverLandsInTheNextObject) {
   TempDir d;
   auto s = MakeStore(d.path(), 4, /*precreate=*/0);

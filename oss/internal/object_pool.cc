@@ -190,12 +190,22 @@ std::vector<uint64_t> ObjectPool::Empty(const std::vector<uint64_t>& dirty) {
   emptied.reserve(dirty.size());
   for (uint64_t n : dirty) {
     const std::string path = PathOf(n);
-    const int fd = openat(root_fd_, path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-    if (fd < 0) {
-      // Gone, or not a file we can use: forget it (unlinked when it is still there).
+    // Never through a link, and nothing but a plain file: what else sits in P/ (put there
+    // by hand) is left alone and not used.
+    const int fd = openat(root_fd_, path.c_str(),
+                          O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      const int err = fd < 0 ? errno : EINVAL;
+      if (fd >= 0) close(fd);
+      LOG_WARN("object pool: {} is not an empty file it can use: {}", path,
+               ErrnoStatus("open", err).message());
+      continue;
+    }
+    if (ftruncate(fd, 0) != 0) {
       LOG_WARN("object pool: cannot empty {}: {}", path,
-                ErrnoStatus("open", errno).message());
-      unlinkat(root_fd_, path.c_str(), 0);
+               ErrnoStatus("ftruncate", errno).message());
+      close(fd);
       continue;
     }
     close(fd);

@@ -63,8 +63,8 @@ class ObjectPool {
   Result<bool> Place(const std::string& rel);
 
   // Moves the file at `rel` into the pool and empties it, to be handed out again. true: the
-  // file is gone from `rel` (kept, or unlinked when it could not be emptied). false: the
-  // pool is full (the caller unlinks the file). kNoEnt: there is no file at `rel`.
+  // file is gone from `rel` (kept, or left unused in `P/` when it could not be emptied).
+  // false: the pool is full (the caller unlinks the file). kNoEnt: no file at `rel`.
   Result<bool> Recycle(const std::string& rel);
 
   // Files ready to be handed out, and files found at start still to be emptied (for tests
@@ -84,7 +84,8 @@ class ObjectPool {
 
   static std::string PathOf(uint64_t n);
   void Run();
-  // Empties the files numbered `dirty` (those it cannot are unlinked); returns the emptied.
+  // Empties the files numbered `dirty`; returns those it emptied. One that is not a plain
+  // file (a link, a directory) or cannot be emptied is left where it is and not used.
   std::vector<uint64_t> Empty(const std::vector<uint64_t>& dirty);
   // Creates `batch` empty files; returns them (fewer when a create failed).
   std::vector<uint64_t> Create(size_t batch);
