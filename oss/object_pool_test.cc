@@ -3,6 +3,7 @@
 // old object shows through in a new one.
 #include <dirent.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <map>
 #include <set>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "oss/internal/test_util.h"
 #include "oss/object_store.h"
@@ -130,14 +129,16 @@ TEST(ObjectPoolTest, BeyondItsLimitADestroyUnlinks) {
   TempDir d;
   auto s = MakeStore(d.path(), /*pool=*/2, /*precreate=*/0);
   ASSERT_TRUE(s && s->pool());
-  for (uint64_t id = 1; id <= 4; ++id) ASSERT_TRUE(s->Write(0, id, 0, Pattern(100, 0, 1), false).ok());
+  for (uint64_t id = 1; id <= 4; ++id)
+    ASSERT_TRUE(s->Write(0, id, 0, Pattern(100, 0, 1), false).ok());
   for (uint64_t id = 1; id <= 4; ++id) ASSERT_TRUE(s->Destroy(0, id).ok());
   s->pool()->WaitIdle();
   EXPECT_EQ(PoolFiles(d.path()).size(), 2u);
   EXPECT_EQ(s->pool()->ready(), 2u);
   // With precreate 0 nothing is precreated: the two kept files serve two objects, the
   // third is created by its write.
-  for (uint64_t id = 5; id <= 7; ++id) ASSERT_TRUE(s->Write(0, id, 0, Pattern(100, 0, 1), false).ok());
+  for (uint64_t id = 5; id <= 7; ++id)
+    ASSERT_TRUE(s->Write(0, id, 0, Pattern(100, 0, 1), false).ok());
   s->pool()->WaitIdle();
   EXPECT_TRUE(PoolFiles(d.path()).empty());
   EXPECT_EQ(s->pool()->ready(), 0u);

@@ -3,9 +3,9 @@
 // Object (group, id) lives at `<dir>/O/<group>/d<id % 32>/<id>`. A file is created on the
 // first write (or a growing truncate), as a rename of an empty file from the OST's pool
 // (`<dir>/P/`, internal/object_pool.h) when one is ready; until then the object reads as
-// empty (size 0) and Getattr says exists=false. Destroy puts the file back into the pool. Object data goes to disk through io_uring (UringIo), large
-// aligned writes and reads with O_DIRECT (ObjectStoreOptions::direct_writes, direct_reads),
-// everything else buffered; the
+// empty (size 0) and Getattr says exists=false. Destroy puts the file back into the pool.
+// Object data goes to disk through io_uring (UringIo), large aligned writes and reads with
+// O_DIRECT (ObjectStoreOptions::direct_writes, direct_reads), everything else buffered; the
 // descriptors come from a bounded LRU (internal/fd_cache.h), never one held per object.
 // Nothing is fsynced unless asked (a sync write, SyncObject, SyncAll).
 //
@@ -28,9 +28,8 @@
 // exclusive, so writes to disjoint regions of one object run in parallel while writes to the
 // same chunk (read-modify-write) are serialized and land in some order; Read and each scrub
 // step hold both shared, so they never see the data of one write with the checksums of
-// another. Lock order: the object lock, the region stripes (ascending), then an FdCache shard
-// lock, then the pool's
-// (leaf); never two object locks.
+// another. Lock order: the object lock, the region stripes (ascending), an FdCache shard
+// lock, then the pool's (leaf); never two object locks.
 #pragma once
 
 #include <array>

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -11,8 +12,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "common/log.h"
 
@@ -64,7 +63,8 @@ Result<std::unique_ptr<ObjectPool>> ObjectPool::Open(int root_fd,
     }
   }
   closedir(dir);
-  return std::unique_ptr<ObjectPool>(new ObjectPool(root_fd, options, {}, std::move(adopted), next));
+  return std::unique_ptr<ObjectPool>(
+      new ObjectPool(root_fd, options, {}, std::move(adopted), next));
 }
 
 ObjectPool::ObjectPool(int root_fd, const ObjectPoolOptions& options, std::vector<uint64_t> ready,
@@ -142,8 +142,9 @@ Result<bool> ObjectPool::Place(const std::string& rel) {
     }
     if (err == EINVAL) {
       // The file system cannot rename without replacing: the pool stays unused.
-      LOG_WARN("object pool: renameat2(RENAME_NOREPLACE) is not supported here; objects are "
-               "created one by one");
+      LOG_WARN(
+          "object pool: renameat2(RENAME_NOREPLACE) is not supported here; objects are "
+          "created one by one");
       std::lock_guard lock(mu_);
       ready_.push_back(n);
       disabled_ = true;
@@ -192,8 +193,8 @@ std::vector<uint64_t> ObjectPool::Empty(const std::vector<uint64_t>& dirty) {
     const std::string path = PathOf(n);
     // Never through a link, and nothing but a plain file: what else sits in P/ (put there
     // by hand) is left alone and not used.
-    const int fd = openat(root_fd_, path.c_str(),
-                          O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    const int fd =
+        openat(root_fd_, path.c_str(), O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     struct stat st;
     if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
       const int err = fd < 0 ? errno : EINVAL;
@@ -203,8 +204,7 @@ std::vector<uint64_t> ObjectPool::Empty(const std::vector<uint64_t>& dirty) {
       continue;
     }
     if (ftruncate(fd, 0) != 0) {
-      LOG_WARN("object pool: cannot empty {}: {}", path,
-               ErrnoStatus("ftruncate", errno).message());
+      LOG_WARN("object pool: cannot empty {}: {}", path, ErrnoStatus("ftruncate", errno).message());
       close(fd);
       continue;
     }
@@ -230,7 +230,7 @@ std::vector<uint64_t> ObjectPool::Create(size_t batch) {
     if (fd < 0) {
       // Out of inodes or space, most likely: the objects' own creates will say so.
       LOG_WARN("object pool: cannot precreate {}: {}", path,
-                ErrnoStatus("create", errno).message());
+               ErrnoStatus("create", errno).message());
       break;
     }
     close(fd);
@@ -261,7 +261,8 @@ void ObjectPool::Run() {
     in_hand_ -= dirty.size() + batch;
     ready_.insert(ready_.end(), ready.begin(), ready.end());
     ready_.insert(ready_.end(), made.begin(), made.end());
-    if (made.size() < batch && !stop_) retry_after_ = std::chrono::steady_clock::now() + kRetryAfterFailure;
+    if (made.size() < batch && !stop_)
+      retry_after_ = std::chrono::steady_clock::now() + kRetryAfterFailure;
   }
 }
 

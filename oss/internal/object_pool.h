@@ -94,18 +94,18 @@ class ObjectPool {
   const ObjectPoolOptions options_;
 
   mutable std::mutex mu_;
-  std::condition_variable wake_;   // the thread waits for work
-  std::condition_variable idle_;   // WaitIdle waits for the thread
-  std::vector<uint64_t> ready_;    // GUARDED_BY(mu_): empty files in P/
-  std::vector<uint64_t> dirty_;    // GUARDED_BY(mu_): files found at start, still to empty
-  uint64_t next_ = 0;              // GUARDED_BY(mu_): the next file name
-  size_t batch_ = 0;               // GUARDED_BY(mu_): files the thread should create next
-  size_t next_batch_ = 8;          // GUARDED_BY(mu_): the size of the next batch asked for
-  size_t in_hand_ = 0;             // GUARDED_BY(mu_): files the thread is working on
-  bool busy_ = false;              // GUARDED_BY(mu_): the thread is between waits
-  bool stop_ = false;              // GUARDED_BY(mu_)
+  std::condition_variable wake_;       // the thread waits for work
+  std::condition_variable idle_;       // WaitIdle waits for the thread
+  std::vector<uint64_t> ready_;        // GUARDED_BY(mu_): empty files in P/
+  std::vector<uint64_t> dirty_;        // GUARDED_BY(mu_): files found at start, still to empty
+  uint64_t next_ = 0;                  // GUARDED_BY(mu_): the next file name
+  size_t batch_ = 0;                   // GUARDED_BY(mu_): files the thread should create next
+  size_t next_batch_ = 8;              // GUARDED_BY(mu_): the size of the next batch asked for
+  size_t in_hand_ = 0;                 // GUARDED_BY(mu_): files the thread is working on
+  bool busy_ = false;                  // GUARDED_BY(mu_): the thread is between waits
+  bool stop_ = false;                  // GUARDED_BY(mu_)
   std::atomic<bool> stopping_{false};  // stop_, for a batch under way to end early
-  bool disabled_ = false;          // GUARDED_BY(mu_): the file system cannot rename as Place must
+  bool disabled_ = false;  // GUARDED_BY(mu_): the file system cannot rename as Place must
   // GUARDED_BY(mu_): no batch is asked for before this, after one that failed
   std::chrono::steady_clock::time_point retry_after_;
   std::thread thread_;
