@@ -45,11 +45,13 @@ Status OssService::AddOst(std::unique_ptr<ObjectStore> store) {
   const uint32_t index = store->meta().index;
   const std::string name = fmt::format("obdfilter.{}-OST{:04x}", store->meta().fsname, index);
   OstStats* stats = nullptr;
+  ObjectStore* ost = nullptr;
   {
     std::unique_lock<std::shared_mutex> lock(mu_);
     if (osts_.count(index) != 0) {
       return Status(Code::kExist, fmt::format("OST index {} is already served", index));
     }
+    ost = store.get();
     osts_[index] = std::move(store);
     stats = (stats_[index] = std::make_unique<OstStats>()).get();
     expected_.erase(index);
@@ -58,6 +60,18 @@ Status OssService::AddOst(std::unique_ptr<ObjectStore> store) {
                 [stats] { stats->stats.Clear(); });
   registry_.Add(name + ".job_stats", [stats] { return stats->jobs.Format(); },
                 [stats] { stats->jobs.Clear(); });
+  if (internal::ObjectPool* pool = ost->pool()) {
+    registry_.Add(
+        name + ".object_pool_stats",
+        [pool] {
+          const internal::ObjectPoolStats p = pool->Stats();
+          return fmt::format(
+              "limit: {}\nready: {}\nemptying: {}\nprecreated: {}\nnew_from_pool: {}\n"
+              "new_created: {}\ndestroyed_kept: {}\n",
+              p.limit, p.ready, p.emptying, p.precreated, p.placed, p.missed, p.kept);
+        },
+        [pool] { pool->ClearCounters(); });
+  }
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <regex>
 #include <string>
@@ -136,6 +137,63 @@ TEST_F(StatsTest, ObdfilterStatsAndJobStatsCountWritesExactly) {
   ASSERT_EQ(Lctl({"set_param", "obdfilter.*.stats=clear"}).exit_code, 0);
   r = Lctl({"get_param", "obdfilter.*.stats"});
   EXPECT_EQ(SamplesAndSum(r.out, "write_bytes").first, 0u) << r.out;
+}
+
+// The sum over every OST of `key: N` lines in lctl's object_pool output.
+uint64_t PoolSum(const std::string& text, const std::string& key) {
+  std::regex line("(^|\n)" + key + ": ([0-9]+)");
+  uint64_t sum = 0;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), line); it != std::sregex_iterator();
+       ++it) {
+    sum += std::stoull((*it)[2]);
+  }
+  return sum;
+}
+
+TEST_F(StatsTest, ObjectPoolCountsNewObjectsAndKeepsDestroyedFiles) {
+  ASSERT_EQ(Lctl({"set_param", "obdfilter.*.object_pool_stats=clear"}).exit_code, 0);
+  const std::string dir = cluster_->mount_point();  // no mkdir: MdStats counts the mount's
+  constexpr int kFiles = 6;
+  const std::string data(4096, 'p');
+  for (int i = 0; i < kFiles; ++i) {
+    std::ofstream(dir + "/pool-f" + std::to_string(i)) << data;
+  }
+  CommandResult r = Lctl({"get_param", "obdfilter.*.object_pool_stats"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("obdfilter.stfs-OST0001.object_pool_stats=\nlimit: 4096\n"),
+            std::string::npos)
+      << r.out;
+  // Every new object took a pooled file or made its own: one file's object each.
+  EXPECT_EQ(PoolSum(r.out, "new_from_pool") + PoolSum(r.out, "new_created"),
+            static_cast<uint64_t>(kFiles))
+      << r.out;
+
+  // Unlinked, their objects' files come back to the pools (the MDS destroys them in the
+  // background).
+  for (int i = 0; i < kFiles; ++i) {
+    ASSERT_EQ(unlink((dir + "/pool-f" + std::to_string(i)).c_str()), 0);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    r = Lctl({"get_param", "-n", "obdfilter.*.object_pool_stats"});
+    if (PoolSum(r.out, "destroyed_kept") == kFiles) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(PoolSum(r.out, "destroyed_kept"), static_cast<uint64_t>(kFiles)) << r.out;
+  EXPECT_GE(PoolSum(r.out, "ready"), static_cast<uint64_t>(kFiles)) << r.out;
+
+  // The next objects come from the pools, and clear zeroes the counters only.
+  ASSERT_EQ(Lctl({"set_param", "obdfilter.*.object_pool_stats=clear"}).exit_code, 0);
+  for (int i = 0; i < kFiles; ++i) {
+    std::ofstream(dir + "/pool-g" + std::to_string(i)) << data;
+  }
+  r = Lctl({"get_param", "-n", "obdfilter.*.object_pool_stats"});
+  EXPECT_EQ(PoolSum(r.out, "new_from_pool"), static_cast<uint64_t>(kFiles)) << r.out;
+  EXPECT_EQ(PoolSum(r.out, "new_created"), 0u) << r.out;
+  ASSERT_EQ(Lctl({"set_param", "obdfilter.*.object_pool_stats=clear"}).exit_code, 0);
+  r = Lctl({"get_param", "-n", "obdfilter.*.object_pool_stats"});
+  EXPECT_EQ(PoolSum(r.out, "new_from_pool"), 0u) << r.out;
+  EXPECT_EQ(PoolSum(r.out, "limit"), 2u * 4096) << r.out;
 }
 
 TEST_F(StatsTest, MdStatsCountMkdirsThroughTheMount) {

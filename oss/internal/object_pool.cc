@@ -99,6 +99,22 @@ size_t ObjectPool::dirty() const {
   return dirty_.size();
 }
 
+ObjectPoolStats ObjectPool::Stats() const {
+  std::lock_guard lock(mu_);
+  return ObjectPoolStats{.limit = options_.max_files,
+                         .ready = ready_.size(),
+                         .emptying = dirty_.size(),
+                         .precreated = precreated_,
+                         .placed = placed_,
+                         .missed = missed_,
+                         .kept = kept_};
+}
+
+void ObjectPool::ClearCounters() {
+  std::lock_guard lock(mu_);
+  precreated_ = placed_ = missed_ = kept_ = 0;
+}
+
 void ObjectPool::WaitIdle() {
   std::unique_lock lock(mu_);
   idle_.wait(lock, [&] { return !busy_ && dirty_.empty() && batch_ == 0; });
@@ -112,6 +128,7 @@ Result<bool> ObjectPool::Place(const std::string& rel) {
       const size_t held = ready_.size() + dirty_.size() + in_hand_ + batch_;
       if (disabled_) return false;
       if (ready_.empty()) {
+        ++missed_;
         // Running dry: ask for a batch, and a larger one each time this happens (not again
         // for a while after a batch failed: out of inodes or space, most likely).
         if (options_.precreate > 0 && batch_ == 0 && held < options_.max_files &&
@@ -133,6 +150,8 @@ Result<bool> ObjectPool::Place(const std::string& rel) {
     }
     const std::string src = PathOf(n);
     if (renameat2(root_fd_, src.c_str(), root_fd_, rel.c_str(), RENAME_NOREPLACE) == 0) {
+      std::lock_guard lock(mu_);
+      ++placed_;
       return true;
     }
     const int err = errno;
@@ -182,7 +201,10 @@ Result<bool> ObjectPool::Recycle(const std::string& rel) {
     if (err == ENOENT) return Status(Code::kNoEnt, rel + " does not exist");
     return ErrnoStatus(fmt::format("rename {} to {}", rel, dst), err);
   }
-  if (emptied) ready_.push_back(n);
+  if (emptied) {
+    ready_.push_back(n);
+    ++kept_;
+  }
   return true;
 }
 
@@ -261,6 +283,7 @@ void ObjectPool::Run() {
     in_hand_ -= dirty.size() + batch;
     ready_.insert(ready_.end(), ready.begin(), ready.end());
     ready_.insert(ready_.end(), made.begin(), made.end());
+    precreated_ += made.size();
     if (made.size() < batch && !stop_)
       retry_after_ = std::chrono::steady_clock::now() + kRetryAfterFailure;
   }

@@ -38,6 +38,17 @@
 
 namespace stria::oss::internal {
 
+// What a pool holds and has done since it opened (or since ClearCounters).
+struct ObjectPoolStats {
+  size_t limit = 0;         // ObjectPoolOptions::max_files
+  size_t ready = 0;         // empty files ready for new objects
+  size_t emptying = 0;      // files found at start, not yet emptied
+  uint64_t precreated = 0;  // files the thread created
+  uint64_t placed = 0;      // new objects that got a file from the pool
+  uint64_t missed = 0;      // Place calls that found none ready (the caller created one)
+  uint64_t kept = 0;        // destroyed objects' files emptied and kept
+};
+
 struct ObjectPoolOptions {
   // The most files kept, ready or waiting to be emptied (destroyed objects beyond it are
   // unlinked). 0: no pool (Place always answers false, Recycle never keeps).
@@ -66,6 +77,10 @@ class ObjectPool {
   // file is gone from `rel` (kept, or left unused in `P/` when it could not be emptied).
   // false: the pool is full (the caller unlinks the file). kNoEnt: no file at `rel`.
   Result<bool> Recycle(const std::string& rel);
+
+  // What the pool holds, and its counters; ClearCounters zeroes the counters.
+  ObjectPoolStats Stats() const;
+  void ClearCounters();
 
   // Files ready to be handed out, and files found at start still to be emptied (for tests
   // and stats).
@@ -105,6 +120,10 @@ class ObjectPool {
   bool busy_ = false;                  // GUARDED_BY(mu_): the thread is between waits
   bool stop_ = false;                  // GUARDED_BY(mu_)
   std::atomic<bool> stopping_{false};  // stop_, for a batch under way to end early
+  uint64_t precreated_ = 0;            // GUARDED_BY(mu_): ObjectPoolStats's counters
+  uint64_t placed_ = 0;                // GUARDED_BY(mu_)
+  uint64_t missed_ = 0;                // GUARDED_BY(mu_)
+  uint64_t kept_ = 0;                  // GUARDED_BY(mu_)
   bool disabled_ = false;  // GUARDED_BY(mu_): the file system cannot rename as Place must
   // GUARDED_BY(mu_): no batch is asked for before this, after one that failed
   std::chrono::steady_clock::time_point retry_after_;
