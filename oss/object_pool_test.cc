@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -227,6 +228,46 @@ TEST(ObjectPoolTest, AWriteToAnObjectBeingDestroyedNeverLandsInTheNextObject) {
   }
   stop = true;
   writer.join();
+}
+
+TEST(ObjectPoolTest, OutOfInodesAWriteIsENOSPCAndADestroyedFileStillServes) {
+  // A tmpfs with few inodes; needs mount privileges, skipped without them.
+  TempDir d;
+  const std::string mnt = d.path() + "/few";
+  ASSERT_EQ(mkdir(mnt.c_str(), 0755), 0);
+  if (mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=4m,nr_inodes=48") != 0) {
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  }
+  {
+    auto s = MakeStore(mnt);
+    ASSERT_TRUE(s && s->pool());
+    // Objects in one subdirectory, until the inodes run out: the pool's precreation fails
+    // first, then the writes, with ENOSPC, not some other error and not a hang.
+    std::vector<uint64_t> written;
+    Status last;
+    for (uint64_t id = 1; written.size() < 100; id += 32) {
+      auto r = s->Write(0, id, 0, Pattern(100, 0, 1), false);
+      if (!r.ok()) {
+        last = r.status();
+        break;
+      }
+      written.push_back(id);
+      s->pool()->WaitIdle();
+    }
+    ASSERT_FALSE(last.ok()) << "48 inodes held " << written.size() << " objects";
+    EXPECT_EQ(last.code(), Code::kNoSpc) << last.ToString();
+    ASSERT_FALSE(written.empty());
+    // A destroyed object's file serves the next object though no inode is free.
+    const uint64_t ino = InodeOf(ObjectPath(mnt, written.front()));
+    ASSERT_TRUE(s->Destroy(0, written.front()).ok());
+    const auto data = Pattern(300, 0, 4);
+    auto r = s->Write(0, 32 * 1000 + 1, 0, data, false);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(InodeOf(ObjectPath(mnt, 32 * 1000 + 1)), ino);
+    uint64_t size = 0;
+    EXPECT_EQ(ReadAll(*s, 32 * 1000 + 1, 4096, &size), data);
+  }
+  umount2(mnt.c_str(), MNT_DETACH);
 }
 
 TEST(ObjectPoolTest, PoolZeroMeansNoPool) {
