@@ -25,6 +25,14 @@ LndConfig FromEnvironment() {
       LOG_WARN("STRIA_LNET_FALLBACK ignored: {}", f.status().message());
     }
   }
+  if (const char* env = std::getenv("STRIA_LNET_LOCAL"); env != nullptr && *env != '\0') {
+    const std::string_view v(env);
+    if (v == "0" || v == "1") {
+      c.local_sockets = v == "1";
+    } else {
+      LOG_WARN("STRIA_LNET_LOCAL ignored: '{}' is not 0 or 1", v);
+    }
+  }
   return c;
 }
 

@@ -44,6 +44,9 @@ struct O2ibTunables {
 struct LndConfig {
   LndFallback fallback = LndFallback::kNone;
   O2ibTunables o2ib;
+  // Peers at loopback addresses go over the local socket (lnet/socket.h, LocalListen).
+  // STRIA_LNET_LOCAL=0 in the environment turns it off, to compare with TCP.
+  bool local_sockets = true;
 };
 
 // Sets the process-wide configuration (a daemon's --lnet-fallback, a mount's options).

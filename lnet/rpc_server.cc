@@ -29,6 +29,7 @@ namespace {
 
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
+constexpr uint64_t kLocalListenId = 2;  // the local socket's listener
 
 // One accepted connection. Owned by the connection map; touched by one thread at a time:
 // EPOLLONESHOT hands a readable connection to exactly one thread, which reads what has
@@ -117,6 +118,15 @@ class RpcServer::Impl : public RequestHandler {
       port_ = LocalPort(listen_fd_);
       ev.data.u64 = kListenId;
       epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+      Result<int> local = LocalListen(listen_fd_);
+      if (!local.ok()) {
+        LOG_WARN("{}: no local socket ({}): local peers come over TCP", options_.name,
+                 local.status().ToString());
+      } else if (*local >= 0) {
+        local_fd_ = *local;
+        ev.data.u64 = kLocalListenId;
+        epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, local_fd_, &ev);
+      }
     } else {
 #ifdef STRIA_HAVE_O2IB
       o2ib_ = std::make_unique<o2ib::O2ibListener>(this, options_, epoll_fd_);
@@ -131,8 +141,9 @@ class RpcServer::Impl : public RequestHandler {
     for (int i = 0; i < std::max(1, options_.worker_threads); ++i) {
       workers_.emplace_back([this] { Loop(); });
     }
-    LOG_INFO("{}: listening on {}@{}:{} ({} LND)", options_.name, listen.addr,
-             LndName(listen.lnd), port_, LndName(lnd_));
+    LOG_INFO("{}: listening on {}@{}:{} ({} LND{})", options_.name, listen.addr,
+             LndName(listen.lnd), port_, LndName(lnd_),
+             local_fd_ >= 0 ? ", and on a local socket for peers on this host" : "");
     return Status::Ok();
   }
 
@@ -157,6 +168,7 @@ class RpcServer::Impl : public RequestHandler {
     for (auto& [id, c] : conns_) close(c->fd);
     conns_.clear();
     if (listen_fd_ >= 0) close(listen_fd_);
+    if (local_fd_ >= 0) close(local_fd_);
     close(epoll_fd_);
     close(wake_fd_);
   }
@@ -173,8 +185,8 @@ class RpcServer::Impl : public RequestHandler {
       const int n = epoll_wait(epoll_fd_, &ev, 1, 1000);
       if (n == 1) {
         const uint64_t id = ev.data.u64;
-        if (id == kListenId) {
-          Accept();
+        if (id == kListenId || id == kLocalListenId) {
+          Accept(id == kListenId ? listen_fd_ : local_fd_);
 #ifdef STRIA_HAVE_O2IB
         } else if (id & o2ib::O2ibListener::kTag) {
           o2ib_->OnReady(id);
@@ -203,16 +215,20 @@ class RpcServer::Impl : public RequestHandler {
     return it == conns_.end() ? nullptr : it->second;
   }
 
-  void Accept() {
+  void Accept(int listen_fd) {
     for (;;) {
-      const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      const int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
       if (fd < 0) {
         if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
           LOG_WARN("{}: accept: {}", options_.name, strerror(errno));
         }
         return;
       }
-      TuneSocket(fd);
+      if (listen_fd == local_fd_) {
+        TuneLocalSocket(fd);
+      } else {
+        TuneSocket(fd);
+      }
       auto c = std::make_shared<Conn>();
       c->fd = fd;
       c->session.peer = PeerName(fd);
@@ -560,6 +576,7 @@ class RpcServer::Impl : public RequestHandler {
   std::unique_ptr<o2ib::O2ibListener> o2ib_;
 #endif
   int epoll_fd_ = -1;
+  int local_fd_ = -1;  // the local socket's listener (LocalListen), if any
   int wake_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> running_{false};
@@ -571,7 +588,7 @@ class RpcServer::Impl : public RequestHandler {
 
   std::mutex conns_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Conn>> conns_;  // GUARDED_BY(conns_mu_)
-  uint64_t next_id_ = 2;                                        // GUARDED_BY(conns_mu_)
+  uint64_t next_id_ = 3;                                        // GUARDED_BY(conns_mu_)
 };
 
 RpcServer::RpcServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

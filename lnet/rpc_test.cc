@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/crc32c.h"
+#include "lnet/lnd.h"
 #include "lnet/rpc_client.h"
 #include "lnet/rpc_server.h"
 #include "lnet/socket.h"
@@ -29,10 +30,27 @@ Nid Loopback(uint16_t port) {
   return n;
 }
 
-// A server that echoes a Ping, and for OP_OST_WRITE returns the crc of the request bulk,
-// and for OP_OST_READ returns `length` bytes of a known pattern.
-class RpcTest : public ::testing::Test {
+// Sets whether this process uses local sockets (lnet/socket.h) while alive.
+class LocalSocketsScope {
+ public:
+  explicit LocalSocketsScope(bool on) : saved_(CurrentLndConfig()) {
+    LndConfig c = saved_;
+    c.local_sockets = on;
+    ConfigureLnds(c);
+  }
+  ~LocalSocketsScope() { ConfigureLnds(saved_); }
+
+ private:
+  LndConfig saved_;
+};
+
+// A server that echoes a Ping, for OP_OST_WRITE returns the crc of the request bulk, for
+// OP_OST_READ returns `length` bytes of a known pattern, and for OP_OST_STATFS names the
+// peer it saw (in a Ping's payload). Every test runs twice: between processes on one host
+// over the local socket (the default), and over TCP (as between hosts).
+class RpcTest : public ::testing::TestWithParam<bool> {
  protected:
+  RpcTest() : local_(GetParam()) {}
   void SetUp() override { StartServer(0); }
 
   void StartServer(uint16_t port) {
@@ -62,8 +80,21 @@ class RpcTest : public ::testing::Test {
           rep->set_length(req.length());
           return Status::Ok();
         });
+    server_->Register<proto::Ping, proto::Ping>(
+        proto::OP_OST_STATFS, [](RpcContext& ctx, const proto::Ping&, proto::Ping* rep) {
+          rep->set_payload(ctx.peer);
+          return Status::Ok();
+        });
     ASSERT_TRUE(server_->Start(Loopback(port)).ok());
     port_ = server_->port();
+  }
+
+  // The peer name the server gave this client's connection.
+  std::string PeerSeenBy(RpcClient& c) {
+    proto::Ping req, rep;
+    Status st = c.Call(proto::OP_OST_STATFS, req, &rep);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return rep.payload();
   }
 
   std::unique_ptr<RpcClient> NewClient(int retry_ms = 2000, std::string fsname = "testfs") {
@@ -74,12 +105,54 @@ class RpcTest : public ::testing::Test {
     return std::make_unique<RpcClient>(Loopback(port_), o);
   }
 
+  LocalSocketsScope local_;
   std::unique_ptr<RpcServer> server_;
   uint16_t port_ = 0;
   std::atomic<int> writes_{0};
 };
 
-TEST_F(RpcTest, PingEchoes) {
+INSTANTIATE_TEST_SUITE_P(Lnd, RpcTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "Local" : "Tcp";
+                         });
+
+TEST_P(RpcTest, LoopbackPeersComeOverTheLocalSocketUnlessItIsOff) {
+  auto c = NewClient();
+  const std::string local = "127.0.0.1:local-pid-" + std::to_string(getpid());
+  if (GetParam()) {
+    EXPECT_EQ(PeerSeenBy(*c), local);
+  } else {
+    const std::string peer = PeerSeenBy(*c);
+    ASSERT_EQ(peer.rfind("127.0.0.1:", 0), 0u) << peer;
+    EXPECT_GT(std::stoi(peer.substr(10)), 0) << peer;  // a TCP port
+  }
+}
+
+// More bulk than a socket's buffers hold, both ways: sends and receives come in parts.
+TEST_P(RpcTest, BulkLargerThanTheSocketBuffersIsIntact) {
+  auto c = NewClient();
+  std::vector<uint8_t> data(9 << 20);
+  for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 31 + 7);
+  iovec iov{data.data(), data.size()};
+  proto::OstIoRequest req;
+  req.set_length(data.size());
+  proto::OstIoReply rep;
+  CallBulk out;
+  out.out = {&iov, 1};
+  ASSERT_TRUE(c->Call(proto::OP_OST_WRITE, req, &rep, out).ok());
+  EXPECT_EQ(rep.object_size(), Crc32c(data.data(), data.size()));
+  std::vector<uint8_t> got(data.size());
+  size_t got_len = 0;
+  req.set_offset(0);
+  CallBulk in;
+  in.in = got;
+  in.in_len = &got_len;
+  ASSERT_TRUE(c->Call(proto::OP_OST_READ, req, &rep, in).ok());
+  ASSERT_EQ(got_len, got.size());
+  for (size_t i = 0; i < got_len; ++i) ASSERT_EQ(got[i], static_cast<uint8_t>(i * 7));
+}
+
+TEST_P(RpcTest, PingEchoes) {
   auto c = NewClient();
   proto::Ping req, rep;
   req.set_payload("abc");
@@ -87,7 +160,7 @@ TEST_F(RpcTest, PingEchoes) {
   EXPECT_EQ(rep.payload(), "abc");
 }
 
-TEST_F(RpcTest, BulkBothWaysIsIntact) {
+TEST_P(RpcTest, BulkBothWaysIsIntact) {
   auto c = NewClient();
   std::vector<uint8_t> data(3 << 20);
   for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<uint8_t>(i * 13 + 1);
@@ -113,7 +186,7 @@ TEST_F(RpcTest, BulkBothWaysIsIntact) {
   for (size_t i = 0; i < got_len; ++i) ASSERT_EQ(got[i], static_cast<uint8_t>((5 + i) * 7));
 }
 
-TEST_F(RpcTest, HandlerErrorsArriveWithCodeAndMessage) {
+TEST_P(RpcTest, HandlerErrorsArriveWithCodeAndMessage) {
   auto c = NewClient();
   proto::OstIoRequest req;
   req.set_length(10);  // but no bulk
@@ -125,7 +198,7 @@ TEST_F(RpcTest, HandlerErrorsArriveWithCodeAndMessage) {
   EXPECT_EQ(st.code(), Code::kBadOpcode);
 }
 
-TEST_F(RpcTest, ReplyLargerThanBufferIsAnError) {
+TEST_P(RpcTest, ReplyLargerThanBufferIsAnError) {
   auto c = NewClient();
   std::vector<uint8_t> small(100);
   proto::OstIoRequest req;
@@ -136,14 +209,14 @@ TEST_F(RpcTest, ReplyLargerThanBufferIsAnError) {
   EXPECT_EQ(c->Call(proto::OP_OST_READ, req, &rep, in).code(), Code::kProtocol);
 }
 
-TEST_F(RpcTest, WrongFilesystemIsRefused) {
+TEST_P(RpcTest, WrongFilesystemIsRefused) {
   auto c = NewClient(2000, "otherfs");
   proto::Ping req, rep;
   Status st = c->Call(proto::OP_PING, req, &rep);
   EXPECT_EQ(st.code(), Code::kWrongFs);
 }
 
-TEST_F(RpcTest, ManyThreadsInParallel) {
+TEST_P(RpcTest, ManyThreadsInParallel) {
   auto c = NewClient();
   std::vector<std::thread> threads;
   std::atomic<int> ok{0};
@@ -179,7 +252,7 @@ bool PeerClosed(int fd) {
   return false;
 }
 
-TEST_F(RpcTest, GarbageDropsOnlyThatConnection) {
+TEST_P(RpcTest, GarbageDropsOnlyThatConnection) {
   int fd = RawConnect(port_);
   std::string junk(200, 'Z');
   ASSERT_EQ(send(fd, junk.data(), junk.size(), MSG_NOSIGNAL), 200);
@@ -190,7 +263,7 @@ TEST_F(RpcTest, GarbageDropsOnlyThatConnection) {
   EXPECT_TRUE(c->Call(proto::OP_PING, req, &rep).ok());
 }
 
-TEST_F(RpcTest, OversizedFrameIsRefusedBeforeAllocation) {
+TEST_P(RpcTest, OversizedFrameIsRefusedBeforeAllocation) {
   int fd = RawConnect(port_);
   FrameHeader h;
   h.opcode = proto::OP_OST_WRITE;
@@ -203,7 +276,7 @@ TEST_F(RpcTest, OversizedFrameIsRefusedBeforeAllocation) {
   close(fd);
 }
 
-TEST_F(RpcTest, RequestBeforeConnectIsRefused) {
+TEST_P(RpcTest, RequestBeforeConnectIsRefused) {
   int fd = RawConnect(port_);
   FrameHeader h;
   h.opcode = proto::OP_PING;
@@ -219,7 +292,7 @@ TEST_F(RpcTest, RequestBeforeConnectIsRefused) {
   close(fd);
 }
 
-TEST_F(RpcTest, StalledPeerIsDropped) {
+TEST_P(RpcTest, StalledPeerIsDropped) {
   int fd = RawConnect(port_);
   ASSERT_EQ(send(fd, "STRA", 4, MSG_NOSIGNAL), 4);  // a partial header, then silence
   // stall_timeout is 1 s; the sweep runs every second.
@@ -229,7 +302,7 @@ TEST_F(RpcTest, StalledPeerIsDropped) {
   close(fd);
 }
 
-TEST_F(RpcTest, ClientReconnectsAfterServerRestart) {
+TEST_P(RpcTest, ClientReconnectsAfterServerRestart) {
   auto c = NewClient(10000);
   proto::Ping req, rep;
   ASSERT_TRUE(c->Call(proto::OP_PING, req, &rep).ok());
@@ -244,13 +317,70 @@ TEST_F(RpcTest, ClientReconnectsAfterServerRestart) {
   EXPECT_TRUE(st.ok()) << st.ToString();
 }
 
-TEST_F(RpcTest, DeadPeerFailsAfterTheRetryDeadline) {
+TEST_P(RpcTest, DeadPeerFailsAfterTheRetryDeadline) {
   server_->Stop();
   auto c = NewClient(300);
   proto::Ping req, rep;
   Status st = c->Call(proto::OP_PING, req, &rep);
   EXPECT_EQ(st.code(), Code::kDisconnected);
   EXPECT_TRUE(st.retryable());
+}
+
+// A server started with local sockets off has no local listener: a client that would use
+// one reaches it over TCP, to the same address and port.
+TEST(LocalSocketTest, AServerWithoutOneIsReachedOverTcp) {
+  ServerOptions opts;
+  opts.name = "tcp-only";
+  opts.fsname = "testfs";
+  RpcServer server(opts);
+  server.Register<proto::Ping, proto::Ping>(
+      proto::OP_OST_STATFS, [](RpcContext& ctx, const proto::Ping&, proto::Ping* rep) {
+        rep->set_payload(ctx.peer);
+        return Status::Ok();
+      });
+  {
+    LocalSocketsScope off(false);
+    ASSERT_TRUE(server.Start(Loopback(0)).ok());
+  }
+  LocalSocketsScope on(true);
+  ClientOptions o;
+  o.fsname = "testfs";
+  RpcClient c(Loopback(server.port()), o);
+  proto::Ping req, rep;
+  ASSERT_TRUE(c.Call(proto::OP_OST_STATFS, req, &rep).ok());
+  EXPECT_EQ(rep.payload().find("local"), std::string::npos) << rep.payload();
+}
+
+// A server listening on every address is local at the loopback address; two servers on one
+// host each answer on their own name.
+TEST(LocalSocketTest, AnyAddressServersAreEachLocalAtTheirLoopbackPort) {
+  LocalSocketsScope on(true);
+  std::vector<std::unique_ptr<RpcServer>> servers;
+  for (const char* name : {"first", "second"}) {
+    ServerOptions opts;
+    opts.name = name;
+    opts.fsname = "testfs";
+    auto s = std::make_unique<RpcServer>(opts);
+    s->Register<proto::Ping, proto::Ping>(
+        proto::OP_OST_STATFS, [name](RpcContext& ctx, const proto::Ping&, proto::Ping* rep) {
+          rep->set_payload(std::string(name) + " " + ctx.peer);
+          return Status::Ok();
+        });
+    Nid any;
+    any.addr = "0.0.0.0";
+    any.port = 0;
+    ASSERT_TRUE(s->Start(any).ok());
+    servers.push_back(std::move(s));
+  }
+  for (size_t i = 0; i < servers.size(); ++i) {
+    ClientOptions o;
+    o.fsname = "testfs";
+    RpcClient c(Loopback(servers[i]->port()), o);
+    proto::Ping req, rep;
+    ASSERT_TRUE(c.Call(proto::OP_OST_STATFS, req, &rep).ok());
+    const std::string name = i == 0 ? "first" : "second";
+    EXPECT_EQ(rep.payload(), name + " 127.0.0.1:local-pid-" + std::to_string(getpid()));
+  }
 }
 
 }  // namespace

@@ -7,12 +7,15 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "common/log.h"
+#include "lnet/lnd.h"
 
 namespace stria::lnet {
 namespace {
@@ -53,6 +56,44 @@ Status WaitFor(int fd, short events, Clock::time_point deadline) {
   }
 }
 
+bool IsLoopback(in_addr a) { return (ntohl(a.s_addr) >> 24) == 127; }
+
+// The abstract Unix socket name that stands for a TCP listener at `sa` (a loopback address).
+// Abstract names live in the network namespace, as loopback addresses do.
+socklen_t LocalAddress(const sockaddr_in& sa, sockaddr_un* un) {
+  *un = sockaddr_un{};
+  un->sun_family = AF_UNIX;
+  char addr[INET_ADDRSTRLEN] = {};
+  inet_ntop(AF_INET, &sa.sin_addr, addr, sizeof addr);
+  const int n = snprintf(un->sun_path + 1, sizeof un->sun_path - 1, "stria-lnet/%s:%u", addr,
+                         static_cast<unsigned>(ntohs(sa.sin_port)));
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
+}
+
+// A Unix socket may hold as much in flight as a TCP one grows to (tcp_wmem's 4 MiB). With the
+// default (net.core.wmem_default, about 208 KiB) a sender would stop and wait for the reader
+// several times per MiB of bulk. Beyond net.core.wmem_max this takes CAP_NET_ADMIN.
+void SizeLocalBuffers(int fd) {
+  int bytes = 4 << 20;
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &bytes, sizeof bytes) != 0) {
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
+  }
+}
+
+// Connects to the local listener standing for `sa`; -1 when there is none.
+int LocalConnect(const sockaddr_in& sa) {
+  sockaddr_un un;
+  const socklen_t len = LocalAddress(sa, &un);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&un), len) != 0) {
+    close(fd);
+    return -1;
+  }
+  SizeLocalBuffers(fd);
+  return fd;
+}
+
 }  // namespace
 
 Result<sockaddr_in> ResolveAddress(const Nid& nid) { return ResolveIpv4(nid); }
@@ -84,8 +125,39 @@ Result<int> TcpListen(const Nid& nid, int backlog) {
   return fd;
 }
 
+bool LocalSocketsEnabled() { return CurrentLndConfig().local_sockets; }
+
+Result<int> LocalListen(int tcp_fd, int backlog) {
+  sockaddr_in sa{};
+  socklen_t len = sizeof sa;
+  if (!LocalSocketsEnabled() || getsockname(tcp_fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
+    return -1;
+  }
+  if (sa.sin_addr.s_addr == htonl(INADDR_ANY)) sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (!IsLoopback(sa.sin_addr)) return -1;
+  sockaddr_un un;
+  const socklen_t un_len = LocalAddress(sa, &un);
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return ErrnoStatus("socket(AF_UNIX)", errno);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&un), un_len) != 0 || listen(fd, backlog) != 0) {
+    Status st = ErrnoStatus("binding the local socket " + std::string(un.sun_path + 1), errno);
+    close(fd);
+    return st;
+  }
+  return fd;
+}
+
+void TuneLocalSocket(int fd) {
+  const int flags = fcntl(fd, F_GETFL, 0);
+  fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  SizeLocalBuffers(fd);
+}
+
 Result<int> TcpConnect(const Nid& nid, int timeout_ms) {
   STRIA_ASSIGN_OR_RETURN(sockaddr_in sa, ResolveIpv4(nid));
+  if (LocalSocketsEnabled() && IsLoopback(sa.sin_addr)) {
+    if (const int fd = LocalConnect(sa); fd >= 0) return fd;
+  }
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus("socket", errno);
   TuneSocket(fd);
@@ -171,6 +243,13 @@ std::string PeerName(int fd) {
   sockaddr_in sa{};
   socklen_t len = sizeof sa;
   if (getpeername(fd, reinterpret_cast<sockaddr*>(&sa), &len) != 0) return "?";
+  if (sa.sin_family == AF_UNIX) {
+    // A local peer: named as its TCP connection would be, from the loopback address.
+    ucred cred{};
+    socklen_t cl = sizeof cred;
+    const int pid = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) == 0 ? cred.pid : 0;
+    return "127.0.0.1:local-pid-" + std::to_string(pid);
+  }
   char buf[INET_ADDRSTRLEN] = {};
   inet_ntop(AF_INET, &sa.sin_addr, buf, sizeof buf);
   return std::string(buf) + ":" + std::to_string(ntohs(sa.sin_port));

@@ -26,8 +26,23 @@ Result<sockaddr_in> ResolveAddress(const Nid& nid);
 // Resolves and binds a listening socket on nid's address and port (port 0: any).
 Result<int> TcpListen(const Nid& nid, int backlog = 1024);
 
-// Connects to nid within timeout_ms; kDisconnected with the reason on failure.
+// Connects to nid within timeout_ms; kDisconnected with the reason on failure. A loopback
+// address is reached over the local socket that stands for it where its server has one
+// (LocalListen), else over TCP.
 Result<int> TcpConnect(const Nid& nid, int timeout_ms);
+
+// The local socket: a TCP listener reachable at a loopback address (127.0.0.0/8, or any
+// address) also listens on an abstract Unix socket named after that address and port, as
+// LNet's lo LND carries a node's messages to itself. A peer on the same host and in the same
+// network namespace then skips TCP/IP (no segmentation, acknowledgements or softirq): the
+// same frames, read and written the same way. LndConfig::local_sockets (STRIA_LNET_LOCAL=0 in
+// the environment) turns it off in a process, on both sides.
+bool LocalSocketsEnabled();
+// The local listener for the TCP listener tcp_fd: -1 when it is not reachable at a loopback
+// address or local sockets are off; an error when the name is taken.
+Result<int> LocalListen(int tcp_fd, int backlog = 1024);
+// Puts a local socket in non-blocking mode with TCP's in-flight room (4 MiB).
+void TuneLocalSocket(int fd);
 
 // Writes all of iov (the array is modified as it is consumed). kDisconnected or kTimeout.
 Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline);
@@ -46,6 +61,8 @@ Result<size_t> RecvAtLeast(int fd, void* buf, size_t min, size_t max, Clock::tim
 void TuneSocket(int fd);
 
 uint16_t LocalPort(int fd);
-std::string PeerName(int fd);  // "ADDR:PORT"
+// "ADDR:PORT"; a local socket's peer is "127.0.0.1:local-pid-PID", the address it would
+// come from over TCP (root squash's NID lists match it as such).
+std::string PeerName(int fd);
 
 }  // namespace stria::lnet
