@@ -33,6 +33,14 @@ LndConfig FromEnvironment() {
       LOG_WARN("STRIA_LNET_LOCAL ignored: '{}' is not 0 or 1", v);
     }
   }
+  if (const char* env = std::getenv("STRIA_LNET_ZEROCOPY"); env != nullptr && *env != '\0') {
+    const std::string_view v(env);
+    if (v == "0" || v == "1") {
+      c.local_zero_copy = v == "1";
+    } else {
+      LOG_WARN("STRIA_LNET_ZEROCOPY ignored: '{}' is not 0 or 1", v);
+    }
+  }
   return c;
 }
 

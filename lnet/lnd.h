@@ -47,6 +47,9 @@ struct LndConfig {
   // Peers at loopback addresses go over the local socket (lnet/socket.h, LocalListen).
   // STRIA_LNET_LOCAL=0 in the environment turns it off, to compare with TCP.
   bool local_sockets = true;
+  // Bulk over a local socket goes by reference (lnet/socket.h, SpliceAll).
+  // STRIA_LNET_ZEROCOPY=0 in the environment turns it off, to compare.
+  bool local_zero_copy = true;
 };
 
 // Sets the process-wide configuration (a daemon's --lnet-fallback, a mount's options).

@@ -107,7 +107,7 @@ constexpr size_t kFirstReadBody = 448;
 // buffers into one sendmsg, the reply read straight into them.
 class TcpConn : public ClientConn {
  public:
-  explicit TcpConn(int fd) : fd_(fd) {}
+  explicit TcpConn(int fd) : fd_(fd), local_(IsLocalSocket(fd)) {}
   ~TcpConn() override { close(fd_); }
   Lnd lnd() const override { return Lnd::kTcp; }
 
@@ -122,7 +122,16 @@ class TcpConn : public ClientConn {
       if (v.iov_len != 0) iov.push_back(v);
     }
     EncodeHeader(h, hdr);
-    Status st = SendAll(fd_, iov.data(), static_cast<int>(iov.size()), a.deadline);
+    // To a local peer a checksummed bulk goes by reference (lnet/socket.h, SpliceAll): the
+    // caller keeps it unchanged until this exchange returns, by which time the server has
+    // read the whole request.
+    const bool splice = local_ && (h.flags & kFlagBulkCrc) && h.bulk_len >= kSpliceMinBytes &&
+                        LocalZeroCopyEnabled();
+    Status st = splice ? SendAll(fd_, iov.data(), 2, a.deadline)
+                       : SendAll(fd_, iov.data(), static_cast<int>(iov.size()), a.deadline);
+    if (st.ok() && splice) {
+      st = SpliceAll(fd_, iov.data() + 2, static_cast<int>(iov.size() - 2), a.deadline);
+    }
     if (!st.ok()) return {st, false};
 
     // A small exchange's reply comes within microseconds: spin for it rather than let
@@ -168,6 +177,7 @@ class TcpConn : public ClientConn {
   static constexpr size_t kSpinBytes = 64 << 10;
 
   const int fd_;
+  const bool local_;  // a local socket (lnet/socket.h)
   BusyPoller poller_;
 };
 

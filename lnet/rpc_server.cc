@@ -47,6 +47,10 @@ struct Conn {
   std::string body;
   Buffer bulk;
   Clock::time_point frame_started;
+  bool local = false;  // a local socket (lnet/socket.h)
+  // The last reply's bulk when it went by reference (SpliceAll): its pages stay untouched
+  // until the peer has read them, which it has once it sends its next request.
+  Buffer spliced;
 
   void ResetFrame() {
     phase = Phase::kHeader;
@@ -151,7 +155,8 @@ class RpcServer::Impl : public RequestHandler {
   RpcServer::Load load() const {
     return {active_.load(std::memory_order_relaxed), requests_.load(std::memory_order_relaxed),
             options_.worker_threads, bulk_checked_.load(std::memory_order_relaxed),
-            bulk_unchecked_.load(std::memory_order_relaxed)};
+            bulk_unchecked_.load(std::memory_order_relaxed),
+            bulk_spliced_.load(std::memory_order_relaxed)};
   }
 
   void Stop() {
@@ -231,6 +236,7 @@ class RpcServer::Impl : public RequestHandler {
       }
       auto c = std::make_shared<Conn>();
       c->fd = fd;
+      c->local = listen_fd == local_fd_;
       c->session.peer = PeerName(fd);
       {
         std::lock_guard lk(conns_mu_);
@@ -264,6 +270,13 @@ class RpcServer::Impl : public RequestHandler {
     std::lock_guard lk(conns_mu_);
     if (conns_.erase(c->id)) {
       epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+      if (c->spliced.size() > 0 && UnreadBytes(c->fd) > 0) {
+        // The peer may still read the reply after the close: its pages wait a stall timeout
+        // before the pool may hand them out again.
+        std::lock_guard lg(linger_mu_);
+        lingering_.emplace_back(Clock::now() + std::chrono::milliseconds(options_.stall_timeout_ms),
+                                std::move(c->spliced));
+      }
       close(c->fd);
     }
   }
@@ -302,7 +315,10 @@ class RpcServer::Impl : public RequestHandler {
           Drop(c, std::string("recv: ") + strerror(errno));
           return;
         }
-        if (c->got == 0 && c->phase == Conn::Phase::kHeader) c->frame_started = Clock::now();
+        if (c->got == 0 && c->phase == Conn::Phase::kHeader) {
+          c->frame_started = Clock::now();
+          c->spliced = Buffer();  // the peer read the last reply before sending this
+        }
         c->got += static_cast<size_t>(n);
         if (static_cast<size_t>(n) < want) {
           // The socket is drained for now: wait for epoll rather than paying for a recv
@@ -357,6 +373,8 @@ class RpcServer::Impl : public RequestHandler {
       }
     }
     for (auto& c : stalled) Drop(c, "peer stalled mid-frame");
+    std::lock_guard lg(linger_mu_);
+    std::erase_if(lingering_, [&](const auto& l) { return l.first < now; });
   }
 
   // RequestHandler: the one path from a request to its reply, for every LND.
@@ -547,8 +565,21 @@ class RpcServer::Impl : public RequestHandler {
                     {reply.data(), reply.size()},
                     {ctx.bulk_out.data(), ctx.bulk_out.size()}};
     c->ResetFrame();
-    Status sent = SendAll(c->fd, iov, h.bulk_len ? 3 : 2,
-                          Clock::now() + std::chrono::milliseconds(options_.stall_timeout_ms));
+    const auto deadline = Clock::now() + std::chrono::milliseconds(options_.stall_timeout_ms);
+    Status sent;
+    // To a local peer a checksummed reply bulk goes by reference (lnet/socket.h), kept in
+    // the connection until the peer has read it. A client that does not verify the crc
+    // (osc.*.checksums=0) still reads the bytes intact, unless the connection is dropped
+    // and the pages lingered past a stall timeout before it read them.
+    if (c->local && h.bulk_len >= kSpliceMinBytes && (h.flags & kFlagBulkCrc) &&
+        LocalZeroCopyEnabled()) {
+      bulk_spliced_.fetch_add(1, std::memory_order_relaxed);
+      sent = SendAll(c->fd, iov, 2, deadline);
+      if (sent.ok()) sent = SpliceAll(c->fd, &iov[2], 1, deadline);
+      c->spliced = std::move(ctx.bulk_out);
+    } else {
+      sent = SendAll(c->fd, iov, h.bulk_len ? 3 : 2, deadline);
+    }
     if (!sent.ok()) {
       Drop(c, "sending reply: " + sent.ToString());
       return;
@@ -577,12 +608,16 @@ class RpcServer::Impl : public RequestHandler {
 #endif
   int epoll_fd_ = -1;
   int local_fd_ = -1;  // the local socket's listener (LocalListen), if any
+  std::mutex linger_mu_;
+  // Spliced reply bulk of dropped connections, and when the pool may have it back.
+  std::vector<std::pair<Clock::time_point, Buffer>> lingering_;  // GUARDED_BY(linger_mu_)
   int wake_fd_ = -1;
   uint16_t port_ = 0;
   std::atomic<bool> running_{false};
   std::atomic<int64_t> active_{0};     // handlers running now (RpcServer::Load)
   std::atomic<uint64_t> requests_{0};  // requests received since start
   std::atomic<uint64_t> bulk_checked_{0}, bulk_unchecked_{0};  // request bulks (Load)
+  std::atomic<uint64_t> bulk_spliced_{0};                        // reply bulks (Load)
   std::atomic<int64_t> last_sweep_{0};  // steady-clock ticks of the last stall sweep
   std::vector<std::thread> workers_;
 

@@ -145,6 +145,7 @@ class RpcServer {
     int workers = 0;
     uint64_t bulk_checked = 0;
     uint64_t bulk_unchecked = 0;
+    uint64_t bulk_spliced = 0;  // reply bulks sent by reference to local peers (SpliceAll)
   };
   Load load() const;
 

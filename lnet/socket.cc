@@ -6,13 +6,18 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstddef>
 #include <cstring>
+#include <vector>
 
 #include "common/log.h"
 #include "lnet/lnd.h"
@@ -93,6 +98,35 @@ int LocalConnect(const sockaddr_in& sa) {
   SizeLocalBuffers(fd);
   return fd;
 }
+
+// This thread's pipe for SpliceAll: empty between calls (a call that fails closes it).
+class SplicePipe {
+ public:
+  ~SplicePipe() { Close(); }
+  bool Open() {
+    if (r_ >= 0) return true;
+    int p[2];
+    if (pipe2(p, O_CLOEXEC | O_NONBLOCK) != 0) return false;
+    r_ = p[0];
+    w_ = p[1];
+    // A MiB at a time where fs.pipe-max-size allows; a smaller pipe only takes more calls.
+    (void)fcntl(w_, F_SETPIPE_SZ, 1 << 20);
+    return true;
+  }
+  void Close() {
+    if (r_ >= 0) close(r_);
+    if (w_ >= 0) close(w_);
+    r_ = w_ = -1;
+  }
+  int r() const { return r_; }
+  int w() const { return w_; }
+
+ private:
+  int r_ = -1;
+  int w_ = -1;
+};
+
+thread_local SplicePipe tls_pipe;
 
 }  // namespace
 
@@ -204,6 +238,68 @@ Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline) {
     }
   }
   return Status::Ok();
+}
+
+bool IsLocalSocket(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  return getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && ss.ss_family == AF_UNIX;
+}
+
+bool LocalZeroCopyEnabled() { return CurrentLndConfig().local_zero_copy; }
+
+size_t UnreadBytes(int fd) {
+  int n = 0;
+  return ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<size_t>(n) : 0;
+}
+
+Status SpliceAll(int fd, const iovec* iov_in, int iovcnt, Clock::time_point deadline) {
+  std::vector<iovec> iov(iov_in, iov_in + iovcnt);
+  size_t next = 0;  // the first iovec not yet in the pipe
+  bool sent_any = false;
+  while (next < iov.size()) {
+    if (iov[next].iov_len == 0) {
+      ++next;
+      continue;
+    }
+    if (!tls_pipe.Open()) break;
+    const size_t count = std::min<size_t>(iov.size() - next, IOV_MAX);
+    const ssize_t in = vmsplice(tls_pipe.w(), &iov[next], count, SPLICE_F_NONBLOCK);
+    if (in <= 0) {
+      if (in < 0 && errno == EINTR) continue;
+      tls_pipe.Close();
+      if (sent_any) return Status(Code::kDisconnected, std::string("vmsplice: ") + strerror(errno));
+      break;  // nothing went: copy instead
+    }
+    sent_any = true;
+    for (size_t left = static_cast<size_t>(in); left > 0;) {
+      const ssize_t out = splice(tls_pipe.r(), nullptr, fd, nullptr, left, SPLICE_F_NONBLOCK);
+      if (out > 0) {
+        left -= static_cast<size_t>(out);
+        continue;
+      }
+      if (out < 0 && errno == EINTR) continue;
+      if (out < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        if (Status st = WaitFor(fd, POLLOUT, deadline); !st.ok()) {
+          tls_pipe.Close();  // pages of this call still in it
+          return st;
+        }
+        continue;
+      }
+      const int err = out < 0 ? errno : EPIPE;
+      tls_pipe.Close();
+      return Status(Code::kDisconnected, std::string("splice: ") + strerror(err));
+    }
+    for (size_t taken = static_cast<size_t>(in); taken > 0;) {
+      const size_t step = std::min(taken, iov[next].iov_len);
+      iov[next].iov_base = static_cast<char*>(iov[next].iov_base) + step;
+      iov[next].iov_len -= step;
+      taken -= step;
+      if (iov[next].iov_len == 0) ++next;
+    }
+  }
+  if (next >= iov.size()) return Status::Ok();
+  return SendAll(fd, iov.data() + next, static_cast<int>(iov.size() - next), deadline);
 }
 
 Status RecvAll(int fd, void* buf, size_t len, Clock::time_point deadline) {

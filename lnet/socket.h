@@ -43,6 +43,23 @@ bool LocalSocketsEnabled();
 Result<int> LocalListen(int tcp_fd, int backlog = 1024);
 // Puts a local socket in non-blocking mode with TCP's in-flight room (4 MiB).
 void TuneLocalSocket(int fd);
+// Whether fd is a local socket (AF_UNIX).
+bool IsLocalSocket(int fd);
+
+// Zero-copy sends on a local socket: SpliceAll passes the pages of iov to the peer by
+// reference (vmsplice into this thread's pipe, then splice into the socket; the kernel
+// attaches the pages to the socket's buffers instead of copying them), which halves the
+// CPU of moving a MiB between two processes. The peer reads the pages as they are when it
+// reads, so the sender must leave them unchanged until the peer has read them: until its
+// answer arrives, or UnreadBytes says 0. Use it only for bulk that carries a crc the peer
+// verifies, so that a page changed too early is a checksum error, never silent. Worth it
+// from kSpliceMinBytes. Falls back to copying (SendAll) where splicing is not possible.
+inline constexpr size_t kSpliceMinBytes = 32u << 10;
+Status SpliceAll(int fd, const iovec* iov, int iovcnt, Clock::time_point deadline);
+// Bytes sent on fd that the peer has not read yet (SIOCOUTQ); 0 on error.
+size_t UnreadBytes(int fd);
+// Whether zero-copy sends are on in this process (LndConfig::local_zero_copy).
+bool LocalZeroCopyEnabled();
 
 // Writes all of iov (the array is modified as it is consumed). kDisconnected or kTimeout.
 Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline);

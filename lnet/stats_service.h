@@ -22,6 +22,8 @@ void RegisterStatsService(RpcServer* server, StatsRegistry* registry);
 //   stria_rpc_requests_total                    counter: requests received
 //   stria_rpc_bulk_requests_total{checksum=...} counter: requests with a bulk, "crc32c" or
 //                                               "none" (sent with osc.*.checksums=0)
+//   stria_rpc_bulk_replies_spliced_total        counter: reply bulks sent to local peers by
+//                                               reference (lnet/socket.h, SpliceAll)
 void AddRpcServerMetrics(const RpcServer& server, std::string_view service, PromText* page);
 
 }  // namespace stria::lnet
