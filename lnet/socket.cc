@@ -6,6 +6,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -127,6 +129,43 @@ class SplicePipe {
 };
 
 thread_local SplicePipe tls_pipe;
+
+// splice(2) into a socket whose peer has gone raises SIGPIPE, as a send without
+// MSG_NOSIGNAL would; SpliceAll must fail with EPIPE instead, also in processes that keep
+// SIGPIPE's default action (libstria's users). While alive, this thread has SIGPIPE blocked
+// (where the process does not ignore it), and one raised meanwhile is discarded.
+class NoSigpipe {
+ public:
+  NoSigpipe() {
+    struct sigaction sa {};
+    if (sigaction(SIGPIPE, nullptr, &sa) == 0 && sa.sa_handler == SIG_IGN) return;
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigemptyset(&pending);
+    already_pending_ = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    active_ = pthread_sigmask(SIG_BLOCK, &pipe_, &old_) == 0;
+  }
+  ~NoSigpipe() {
+    if (!active_) return;
+    sigset_t pending;
+    sigemptyset(&pending);
+    if (!already_pending_ && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+      const timespec now{};
+      while (sigtimedwait(&pipe_, nullptr, &now) < 0 && errno == EINTR) {
+      }
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  NoSigpipe(const NoSigpipe&) = delete;
+  NoSigpipe& operator=(const NoSigpipe&) = delete;
+
+ private:
+  bool active_ = false;
+  bool already_pending_ = false;
+  sigset_t pipe_{};
+  sigset_t old_{};
+};
 
 }  // namespace
 
@@ -254,6 +293,7 @@ size_t UnreadBytes(int fd) {
 }
 
 Status SpliceAll(int fd, const iovec* iov_in, int iovcnt, Clock::time_point deadline) {
+  const NoSigpipe no_sigpipe;
   std::vector<iovec> iov(iov_in, iov_in + iovcnt);
   size_t next = 0;  // the first iovec not yet in the pipe
   bool sent_any = false;

@@ -2,8 +2,11 @@
 // peer by reference, so its pages must stay untouched until the peer has read them, however
 // many other requests the server serves meanwhile.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -126,6 +129,29 @@ TEST_F(ZeroCopyTest, OffMeansCopied) {
   ASSERT_TRUE(client.Call(proto::OP_OST_READ, r, &rep, in).ok());
   EXPECT_EQ(got[100], Pattern(0, 100));
   EXPECT_EQ(server_->load().bulk_spliced, 0u);
+}
+
+}  // namespace
+}  // namespace stria::lnet
+
+namespace stria::lnet {
+namespace {
+
+// A splice into a socket whose peer has gone fails with EPIPE; it does not kill the process
+// with SIGPIPE (a test process keeps SIGPIPE's default action, as libstria's users do).
+TEST(SpliceAllTest, APeerThatHasGoneIsAnErrorNotASignal) {
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv), 0);
+  close(sv[1]);
+  std::vector<uint8_t> data(1 << 20, 7);
+  iovec iov{data.data(), data.size()};
+  Status st = SpliceAll(sv[0], &iov, 1, Clock::now() + std::chrono::seconds(5));
+  EXPECT_EQ(st.code(), Code::kDisconnected) << st.ToString();
+  sigset_t pending;
+  sigemptyset(&pending);
+  ASSERT_EQ(sigpending(&pending), 0);
+  EXPECT_FALSE(sigismember(&pending, SIGPIPE));
+  close(sv[0]);
 }
 
 }  // namespace
