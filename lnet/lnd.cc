@@ -15,6 +15,19 @@ std::mutex config_mu;
 bool configured = false;  // GUARDED_BY(config_mu)
 LndConfig config;         // GUARDED_BY(config_mu)
 
+// A switch from the environment: "0" or "1" sets *on; unset or empty leaves it; anything
+// else is ignored with a warning.
+void EnvSwitch(const char* name, bool* on) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return;
+  const std::string_view v(env);
+  if (v == "0" || v == "1") {
+    *on = v == "1";
+  } else {
+    LOG_WARN("{} ignored: '{}' is not 0 or 1", name, v);
+  }
+}
+
 LndConfig FromEnvironment() {
   LndConfig c;
   if (const char* env = std::getenv("STRIA_LNET_FALLBACK"); env != nullptr && *env != '\0') {
@@ -25,22 +38,8 @@ LndConfig FromEnvironment() {
       LOG_WARN("STRIA_LNET_FALLBACK ignored: {}", f.status().message());
     }
   }
-  if (const char* env = std::getenv("STRIA_LNET_LOCAL"); env != nullptr && *env != '\0') {
-    const std::string_view v(env);
-    if (v == "0" || v == "1") {
-      c.local_sockets = v == "1";
-    } else {
-      LOG_WARN("STRIA_LNET_LOCAL ignored: '{}' is not 0 or 1", v);
-    }
-  }
-  if (const char* env = std::getenv("STRIA_LNET_ZEROCOPY"); env != nullptr && *env != '\0') {
-    const std::string_view v(env);
-    if (v == "0" || v == "1") {
-      c.local_zero_copy = v == "1";
-    } else {
-      LOG_WARN("STRIA_LNET_ZEROCOPY ignored: '{}' is not 0 or 1", v);
-    }
-  }
+  EnvSwitch("STRIA_LNET_LOCAL", &c.local_sockets);
+  EnvSwitch("STRIA_LNET_ZEROCOPY", &c.local_zero_copy);
   return c;
 }
 

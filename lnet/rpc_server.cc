@@ -153,8 +153,10 @@ class RpcServer::Impl : public RequestHandler {
 
   uint16_t port() const { return port_; }
   RpcServer::Load load() const {
-    return {active_.load(std::memory_order_relaxed), requests_.load(std::memory_order_relaxed),
-            options_.worker_threads, bulk_checked_.load(std::memory_order_relaxed),
+    return {active_.load(std::memory_order_relaxed),
+            requests_.load(std::memory_order_relaxed),
+            options_.worker_threads,
+            bulk_checked_.load(std::memory_order_relaxed),
             bulk_unchecked_.load(std::memory_order_relaxed),
             bulk_spliced_.load(std::memory_order_relaxed)};
   }
@@ -617,13 +619,13 @@ class RpcServer::Impl : public RequestHandler {
   std::atomic<int64_t> active_{0};     // handlers running now (RpcServer::Load)
   std::atomic<uint64_t> requests_{0};  // requests received since start
   std::atomic<uint64_t> bulk_checked_{0}, bulk_unchecked_{0};  // request bulks (Load)
-  std::atomic<uint64_t> bulk_spliced_{0};                        // reply bulks (Load)
+  std::atomic<uint64_t> bulk_spliced_{0};                      // reply bulks (Load)
   std::atomic<int64_t> last_sweep_{0};  // steady-clock ticks of the last stall sweep
   std::vector<std::thread> workers_;
 
   std::mutex conns_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<Conn>> conns_;  // GUARDED_BY(conns_mu_)
-  uint64_t next_id_ = 3;                                        // GUARDED_BY(conns_mu_)
+  uint64_t next_id_ = 3;                                       // GUARDED_BY(conns_mu_)
 };
 
 RpcServer::RpcServer(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {}

@@ -57,6 +57,20 @@ class ZeroCopyTest : public ::testing::Test {
     ConfigureLnds(saved_);
   }
 
+  // Reads kReadBytes at `offset` into *got through `client`; false on an error.
+  static bool Read(RpcClient& client, uint64_t offset, std::vector<uint8_t>* got) {
+    got->assign(kReadBytes, 0);
+    size_t got_len = 0;
+    proto::OstIoRequest r;
+    r.set_offset(offset);
+    r.set_length(kReadBytes);
+    proto::OstIoReply rep;
+    CallBulk in;
+    in.in = *got;
+    in.in_len = &got_len;
+    return client.Call(proto::OP_OST_READ, r, &rep, in).ok() && got_len == kReadBytes;
+  }
+
   LndConfig saved_ = CurrentLndConfig();
   std::unique_ptr<RpcServer> server_;
 };
@@ -84,18 +98,9 @@ TEST_F(ZeroCopyTest, AnUnreadReplyStaysIntactWhileTheServerServesOthers) {
   ClientOptions o;
   o.fsname = "testfs";
   RpcClient client(tf::Loopback(server_->port()), o);
-  std::vector<uint8_t> got(kReadBytes);
+  std::vector<uint8_t> got;
   for (uint64_t off = 1; off <= 20; ++off) {
-    size_t got_len = 0;
-    proto::OstIoRequest r;
-    r.set_offset(off);
-    r.set_length(kReadBytes);
-    proto::OstIoReply rep;
-    CallBulk in;
-    in.in = got;
-    in.in_len = &got_len;
-    ASSERT_TRUE(client.Call(proto::OP_OST_READ, r, &rep, in).ok());
-    ASSERT_EQ(got_len, kReadBytes);
+    ASSERT_TRUE(Read(client, off, &got));
     ASSERT_EQ(got[0], Pattern(off, 0));
   }
   EXPECT_EQ(server_->load().bulk_spliced, 21u);
@@ -118,15 +123,8 @@ TEST_F(ZeroCopyTest, OffMeansCopied) {
   ClientOptions o;
   o.fsname = "testfs";
   RpcClient client(tf::Loopback(server_->port()), o);
-  std::vector<uint8_t> got(kReadBytes);
-  size_t got_len = 0;
-  proto::OstIoRequest r;
-  r.set_length(kReadBytes);
-  proto::OstIoReply rep;
-  CallBulk in;
-  in.in = got;
-  in.in_len = &got_len;
-  ASSERT_TRUE(client.Call(proto::OP_OST_READ, r, &rep, in).ok());
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(Read(client, 0, &got));
   EXPECT_EQ(got[100], Pattern(0, 100));
   EXPECT_EQ(server_->load().bulk_spliced, 0u);
 }
