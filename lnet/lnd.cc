@@ -1,5 +1,6 @@
 #include "lnet/lnd.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 
@@ -28,6 +29,10 @@ void EnvSwitch(const char* name, bool* on) {
   }
 }
 
+// LndConfig::local_zero_copy as of the last ConfigureLnds (or the environment's): asked on
+// every bulk exchange, so read without config_mu. -1: not known yet.
+std::atomic<int> zero_copy{-1};
+
 LndConfig FromEnvironment() {
   LndConfig c;
   if (const char* env = std::getenv("STRIA_LNET_FALLBACK"); env != nullptr && *env != '\0') {
@@ -49,6 +54,7 @@ void ConfigureLnds(const LndConfig& c) {
   std::lock_guard lk(config_mu);
   config = c;
   configured = true;
+  zero_copy.store(c.local_zero_copy ? 1 : 0, std::memory_order_relaxed);
 }
 
 LndConfig CurrentLndConfig() {
@@ -56,8 +62,14 @@ LndConfig CurrentLndConfig() {
   if (!configured) {
     config = FromEnvironment();
     configured = true;
+    zero_copy.store(config.local_zero_copy ? 1 : 0, std::memory_order_relaxed);
   }
   return config;
+}
+
+bool LocalZeroCopyEnabled() {
+  const int on = zero_copy.load(std::memory_order_relaxed);
+  return on >= 0 ? on == 1 : CurrentLndConfig().local_zero_copy;
 }
 
 Result<LndFallback> ParseLndFallback(std::string_view text) {

@@ -57,6 +57,8 @@ void ConfigureLnds(const LndConfig& config);
 // The configuration in force: ConfigureLnds's, or the defaults with STRIA_LNET_FALLBACK
 // from the environment ("tcp" or "none"; anything else is ignored with a warning).
 LndConfig CurrentLndConfig();
+// CurrentLndConfig().local_zero_copy without taking a lock (asked for every bulk).
+bool LocalZeroCopyEnabled();
 
 // "tcp" or "none". EINVAL naming the accepted values otherwise.
 Result<LndFallback> ParseLndFallback(std::string_view text);

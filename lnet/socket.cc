@@ -19,7 +19,6 @@
 #include <climits>
 #include <cstddef>
 #include <cstring>
-#include <vector>
 
 #include "common/log.h"
 #include "lnet/lnd.h"
@@ -285,26 +284,22 @@ bool IsLocalSocket(int fd) {
   return getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0 && ss.ss_family == AF_UNIX;
 }
 
-bool LocalZeroCopyEnabled() { return CurrentLndConfig().local_zero_copy; }
-
 size_t UnreadBytes(int fd) {
   int n = 0;
   return ioctl(fd, SIOCOUTQ, &n) == 0 && n > 0 ? static_cast<size_t>(n) : 0;
 }
 
-Status SpliceAll(int fd, const iovec* iov_in, int iovcnt, Clock::time_point deadline) {
+Status SpliceAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline) {
   const NoSigpipe no_sigpipe;
-  std::vector<iovec> iov(iov_in, iov_in + iovcnt);
-  size_t next = 0;  // the first iovec not yet in the pipe
   bool sent_any = false;
-  while (next < iov.size()) {
-    if (iov[next].iov_len == 0) {
-      ++next;
+  while (iovcnt > 0) {
+    if (iov->iov_len == 0) {
+      ++iov;
+      --iovcnt;
       continue;
     }
     if (!tls_pipe.Open()) break;
-    const size_t count = std::min<size_t>(iov.size() - next, IOV_MAX);
-    const ssize_t in = vmsplice(tls_pipe.w(), &iov[next], count, SPLICE_F_NONBLOCK);
+    const ssize_t in = vmsplice(tls_pipe.w(), iov, std::min(iovcnt, IOV_MAX), SPLICE_F_NONBLOCK);
     if (in <= 0) {
       if (in < 0 && errno == EINTR) continue;
       tls_pipe.Close();
@@ -331,15 +326,17 @@ Status SpliceAll(int fd, const iovec* iov_in, int iovcnt, Clock::time_point dead
       return Status(Code::kDisconnected, std::string("splice: ") + strerror(err));
     }
     for (size_t taken = static_cast<size_t>(in); taken > 0;) {
-      const size_t step = std::min(taken, iov[next].iov_len);
-      iov[next].iov_base = static_cast<char*>(iov[next].iov_base) + step;
-      iov[next].iov_len -= step;
+      const size_t step = std::min(taken, iov->iov_len);
+      iov->iov_base = static_cast<char*>(iov->iov_base) + step;
+      iov->iov_len -= step;
       taken -= step;
-      if (iov[next].iov_len == 0) ++next;
+      if (iov->iov_len == 0) {
+        ++iov;
+        --iovcnt;
+      }
     }
   }
-  if (next >= iov.size()) return Status::Ok();
-  return SendAll(fd, iov.data() + next, static_cast<int>(iov.size() - next), deadline);
+  return iovcnt > 0 ? SendAll(fd, iov, iovcnt, deadline) : Status::Ok();
 }
 
 Status RecvAll(int fd, void* buf, size_t len, Clock::time_point deadline) {

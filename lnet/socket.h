@@ -53,13 +53,12 @@ bool IsLocalSocket(int fd);
 // reads, so the sender must leave them unchanged until the peer has read them: until its
 // answer arrives, or UnreadBytes says 0. Use it only for bulk that carries a crc the peer
 // verifies, so that a page changed too early is a checksum error, never silent. Worth it
-// from kSpliceMinBytes. Falls back to copying (SendAll) where splicing is not possible.
+// from kSpliceMinBytes. Falls back to copying (SendAll) where splicing is not possible. As
+// with SendAll, the iov array is modified as it is consumed.
 inline constexpr size_t kSpliceMinBytes = 32u << 10;
-Status SpliceAll(int fd, const iovec* iov, int iovcnt, Clock::time_point deadline);
+Status SpliceAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline);
 // Bytes sent on fd that the peer has not read yet (SIOCOUTQ); 0 on error.
 size_t UnreadBytes(int fd);
-// Whether zero-copy sends are on in this process (LndConfig::local_zero_copy).
-bool LocalZeroCopyEnabled();
 
 // Writes all of iov (the array is modified as it is consumed). kDisconnected or kTimeout.
 Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline);
