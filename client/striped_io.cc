@@ -207,10 +207,19 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
   for (const ObjectIo::Segment& h : holes) std::memset(buf.data() + h.buf_offset, 0, h.length);
   STRIA_RETURN_IF_ERROR(internal::ParallelFor(pool_, plan.size(), [&](size_t i) -> Status {
     const ObjectIo& io = plan[i].io;
-    uint8_t* dst = buf.data() + io.segments.front().buf_offset;
+    const uint64_t buf_offset = io.segments.front().buf_offset;
+    uint8_t* dst = buf.data() + buf_offset;
+    // The piece that ends at the file's end asks for whole pages where the caller's buffer
+    // has room: a page-aligned reply may land in place (lnet/shared_bulk.h). The object holds
+    // nothing past the file's size, and the slack is not returned.
+    uint64_t ask = io.length;
+    if (const uint64_t whole = (io.length + 4095) & ~uint64_t{4095};
+        buf_offset + io.length == len && buf_offset + whole <= buf.size()) {
+      ask = whole;
+    }
     size_t got = 0;
     lnet::CallBulk bulk;
-    bulk.in = std::span<uint8_t>(dst, io.length);
+    bulk.in = std::span<uint8_t>(dst, ask);
     bulk.in_len = &got;
     if (plan[i].on_mdt) {
       proto::DomIoRequest req;
@@ -227,7 +236,7 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
     req.set_jobid(job);
     *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
     req.set_offset(io.obj_offset);
-    req.set_length(io.length);
+    req.set_length(ask);
     proto::OstIoReply rep;
     Status st = CallObject(capas, proto::OP_OST_READ, req, &rep, bulk, deadline_ms);
     if (st.code() == Code::kNoEnt) {
@@ -238,9 +247,9 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
     } else if (rep.missing()) {
       missing.store(true);
     }
-    if (got > io.length) {
+    if (got > ask) {
       return Status(Code::kProtocol, "OST returned " + std::to_string(got) + " bytes for a " +
-                                         std::to_string(io.length) + "-byte read");
+                                         std::to_string(ask) + "-byte read");
     }
     // Inside the file size, what the object lacks is a hole.
     if (got < io.length) std::memset(dst + got, 0, io.length - got);

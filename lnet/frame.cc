@@ -69,7 +69,9 @@ Result<FrameHeader> DecodeHeader(const uint8_t* in, const FrameLimits& limits) {
                                        " bytes exceeds the limit of " +
                                        std::to_string(limits.max_bulk));
   }
-  if (h.bulk_len > 0 && !(h.flags & (kFlagBulkCrc | kFlagBulkNoCrc))) {
+  const bool shared_reply =
+      (h.flags & (kFlagReply | kFlagBulkShared)) == (kFlagReply | kFlagBulkShared);
+  if (h.bulk_len > 0 && !shared_reply && !(h.flags & (kFlagBulkCrc | kFlagBulkNoCrc))) {
     return Status(Code::kProtocol, "frame bulk without a checksum");
   }
   return h;

@@ -36,8 +36,13 @@ inline constexpr uint32_t kFlagReplay = 1u << 3;
 // or a retryable error): that attempt may have been done. A server that keeps replies past
 // its own life (the MDS's reply journal) looks for one only for these and replays.
 inline constexpr uint32_t kFlagResend = 1u << 4;
+// Shared bulk between processes on one host (lnet/shared_bulk.h). In a request:
+// last_committed (unused in requests) describes where in the client's shared arena the
+// reply's bulk may go. In a reply: the bulk_len bytes were put there, none follow in the
+// stream, and no crc goes with them (nothing crossed a wire).
+inline constexpr uint32_t kFlagBulkShared = 1u << 5;
 inline constexpr uint32_t kKnownFlags =
-    kFlagReply | kFlagBulkCrc | kFlagBulkNoCrc | kFlagReplay | kFlagResend;
+    kFlagReply | kFlagBulkCrc | kFlagBulkNoCrc | kFlagReplay | kFlagResend | kFlagBulkShared;
 
 struct FrameHeader {
   uint16_t version = kWireVersion;

@@ -70,6 +70,24 @@ TEST(FrameTest, RejectsUnknownVersionAndFlagsAndUncheckedBulk) {
   h.flags = 0;
   EncodeHeader(h, buf);
   EXPECT_EQ(DecodeHeader(buf, FrameLimits{}).status().code(), Code::kProtocol);
+  // kFlagBulkShared in a request describes the reply's bulk: its own still needs a crc flag.
+  h.flags = kFlagBulkShared;
+  EncodeHeader(h, buf);
+  EXPECT_EQ(DecodeHeader(buf, FrameLimits{}).status().code(), Code::kProtocol);
+}
+
+// A reply whose bulk a local server put in the client's shared arena carries its length
+// and no crc: nothing of it crossed a wire (lnet/shared_bulk.h).
+TEST(FrameTest, ASharedReplyBulkNeedsNoCrc) {
+  uint8_t buf[kFrameHeaderSize];
+  FrameHeader h = Sample();
+  h.flags = kFlagReply | kFlagBulkShared;
+  h.bulk_crc = 0;
+  EncodeHeader(h, buf);
+  Result<FrameHeader> d = DecodeHeader(buf, FrameLimits{});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->bulk_len, 1u << 20);
+  EXPECT_TRUE(d->flags & kFlagBulkShared);
 }
 
 }  // namespace

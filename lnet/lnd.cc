@@ -45,6 +45,7 @@ LndConfig FromEnvironment() {
   }
   EnvSwitch("STRIA_LNET_LOCAL", &c.local_sockets);
   EnvSwitch("STRIA_LNET_ZEROCOPY", &c.local_zero_copy);
+  EnvSwitch("STRIA_LNET_SHARED", &c.local_shared_bulk);
   return c;
 }
 
@@ -71,6 +72,8 @@ bool LocalZeroCopyEnabled() {
   const int on = zero_copy.load(std::memory_order_relaxed);
   return on >= 0 ? on == 1 : CurrentLndConfig().local_zero_copy;
 }
+
+bool LocalSharedBulkEnabled() { return CurrentLndConfig().local_shared_bulk; }
 
 Result<LndFallback> ParseLndFallback(std::string_view text) {
   if (text == "tcp") return LndFallback::kTcp;

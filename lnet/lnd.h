@@ -50,6 +50,9 @@ struct LndConfig {
   // Bulk over a local socket goes by reference (lnet/socket.h, SpliceAll).
   // STRIA_LNET_ZEROCOPY=0 in the environment turns it off, to compare.
   bool local_zero_copy = true;
+  // Reply bulk from a local server lands straight in the client's shared arena
+  // (lnet/shared_bulk.h). STRIA_LNET_SHARED=0 in the environment turns it off, to compare.
+  bool local_shared_bulk = true;
 };
 
 // Sets the process-wide configuration (a daemon's --lnet-fallback, a mount's options).
@@ -59,6 +62,8 @@ void ConfigureLnds(const LndConfig& config);
 LndConfig CurrentLndConfig();
 // CurrentLndConfig().local_zero_copy without taking a lock (asked for every bulk).
 bool LocalZeroCopyEnabled();
+// CurrentLndConfig().local_shared_bulk (asked once per connection).
+bool LocalSharedBulkEnabled();
 
 // "tcp" or "none". EINVAL naming the accepted values otherwise.
 Result<LndFallback> ParseLndFallback(std::string_view text);

@@ -4,10 +4,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstring>
 #include <condition_variable>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <vector>
@@ -15,9 +16,10 @@
 #include "common/crc32c.h"
 #include "common/log.h"
 #include "lnet/buffer.h"
+#include "lnet/busy_poll.h"
 #include "lnet/internal/client_conn.h"
 #include "lnet/lnd.h"
-#include "lnet/busy_poll.h"
+#include "lnet/shared_bulk.h"
 #include "lnet/socket.h"
 #include "proto/stria.pb.h"
 #ifdef STRIA_HAVE_O2IB
@@ -110,9 +112,32 @@ class TcpConn : public ClientConn {
   explicit TcpConn(int fd) : fd_(fd), local_(IsLocalSocket(fd)) {}
   ~TcpConn() override { close(fd_); }
   Lnd lnd() const override { return Lnd::kTcp; }
+  bool local() const { return local_; }
+  // The server mapped this process's shared bulk arena (OP_LNET_SHARE_BULK).
+  void set_shared(BulkArena* arena) { arena_ = arena; }
 
   Attempt Exchange(const ExchangeArgs& a) override {
     FrameHeader h = RequestHeader(a);
+    // Reply bulk bound for arena memory is asked to go there (lnet/shared_bulk.h).
+    std::optional<uint64_t> shared_at;
+    if (arena_ != nullptr && !a.bulk->in.empty()) {
+      shared_at = arena_->Offset(a.bulk->in.data(), a.bulk->in.size());
+      if (shared_at) {
+        h.flags |= kFlagBulkShared;
+        h.last_committed = PackSharedBulk(*shared_at, a.bulk->in.size());
+      }
+    }
+    Attempt r = Transact(a, h, shared_at.has_value());
+    // Unanswered, the request may still be served, late: its bulk must not land in memory
+    // that the caller reuses.
+    if (shared_at && !r.conn_ok) arena_->Detach(a.bulk->in.data(), a.bulk->in.size());
+    return r;
+  }
+
+ private:
+  // Sends the request with header h and reads the reply; shared: its bulk may come in the
+  // arena.
+  Attempt Transact(const ExchangeArgs& a, FrameHeader& h, bool shared) {
     std::vector<iovec> iov;
     iov.reserve(2 + a.bulk->out.size());
     uint8_t hdr[kFrameHeaderSize];
@@ -127,8 +152,10 @@ class TcpConn : public ClientConn {
     // read the whole request.
     const bool splice = local_ && (h.flags & kFlagBulkCrc) && h.bulk_len >= kSpliceMinBytes &&
                         LocalZeroCopyEnabled();
-    Status st = splice ? SendAll(fd_, iov.data(), 2, a.deadline)
-                       : SendAll(fd_, iov.data(), static_cast<int>(iov.size()), a.deadline);
+    const int pass_fd = local_ ? a.pass_fd : -1;
+    Status st = splice
+                    ? SendAll(fd_, iov.data(), 2, a.deadline, pass_fd)
+                    : SendAll(fd_, iov.data(), static_cast<int>(iov.size()), a.deadline, pass_fd);
     if (st.ok() && splice) {
       st = SpliceAll(fd_, iov.data() + 2, static_cast<int>(iov.size() - 2), a.deadline);
     }
@@ -150,8 +177,13 @@ class TcpConn : public ClientConn {
     if (!got.ok()) return {got.status(), false};
     Result<FrameHeader> rh = DecodeHeader(first, *a.limits);
     if (!rh.ok()) return {rh.status(), false};
+    const bool shared_reply = (rh->flags & kFlagBulkShared) != 0;
+    if (shared_reply && !shared) {
+      return {Status(Code::kProtocol, "reply bulk in a shared arena that was not offered"), false};
+    }
+    const uint64_t bulk_in_stream = shared_reply ? 0 : rh->bulk_len;
     std::span<const uint8_t> extra(first + kFrameHeaderSize, *got - kFrameHeaderSize);
-    if (extra.size() > rh->body_len + rh->bulk_len) {
+    if (extra.size() > rh->body_len + bulk_in_stream) {
       return {Status(Code::kProtocol, "bytes beyond the reply's frame"), false};
     }
     a.reply->resize(rh->body_len);
@@ -163,7 +195,7 @@ class TcpConn : public ClientConn {
     if (!st.ok()) return {st, false};
     Attempt check = CheckReplyHeader(*rh, a);
     if (!check.status.ok()) return check;
-    if (rh->bulk_len) {
+    if (bulk_in_stream) {
       const size_t bulk_part = extra.size() - body_part;
       std::memcpy(a.bulk->in.data(), extra.data() + body_part, bulk_part);
       st = RecvAll(fd_, a.bulk->in.data() + bulk_part, rh->bulk_len - bulk_part, a.deadline);
@@ -178,6 +210,7 @@ class TcpConn : public ClientConn {
 
   const int fd_;
   const bool local_;  // a local socket (lnet/socket.h)
+  BulkArena* arena_ = nullptr;  // shared with the server (lnet/shared_bulk.h)
   BusyPoller poller_;
 };
 
@@ -384,7 +417,33 @@ class RpcClient::Impl {
     if (!rep.ParseFromString(reply)) return Status(Code::kProtocol, "bad CONNECT reply");
     if (options_.keys) STRIA_RETURN_IF_ERROR(Authenticate(*c, req, rep));
     if (options_.keep_replays) STRIA_RETURN_IF_ERROR(ReplayIfRestarted(*c, rep.instance()));
+    if (auto* tcp = dynamic_cast<TcpConn*>(c.get()); tcp != nullptr && tcp->local()) {
+      STRIA_RETURN_IF_ERROR(ShareArena(*tcp));
+    }
     return c;
+  }
+
+  // Passes this process's shared bulk arena to a local server (lnet/shared_bulk.h). A
+  // server that will not map it (an older one, or one with shared bulk off) is served
+  // over the socket as before; only a lost connection fails.
+  Status ShareArena(TcpConn& c) {
+    BulkArena* arena = BulkArena::Get();
+    if (arena == nullptr || !LocalSharedBulkEnabled()) return Status::Ok();
+    proto::ShareBulkRequest req;
+    req.set_size(arena->size());
+    std::string body, reply;
+    req.SerializeToString(&body);
+    const CallBulk none;
+    ExchangeArgs args = Args(proto::OP_LNET_SHARE_BULK, next_xid_.fetch_add(1), body, &reply, none);
+    args.pass_fd = arena->fd();
+    Attempt a = c.Exchange(args);
+    if (!a.conn_ok) return a.status;
+    if (!a.status.ok()) {
+      LOG_DEBUG("{}: bulk over the socket: {}", peer_.ToString(), a.status.ToString());
+      return Status::Ok();
+    }
+    c.set_shared(arena);
+    return Status::Ok();
   }
 
   // The second half of the handshake (lnet/auth.h): our proof over both nonces and both

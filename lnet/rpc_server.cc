@@ -11,6 +11,7 @@
 #include <random>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "common/crc32c.h"
@@ -30,6 +31,8 @@ namespace {
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 constexpr uint64_t kLocalListenId = 2;  // the local socket's listener
+// The largest shared bulk arena a server maps for one connection (address space only).
+constexpr size_t kMaxSharedRegion = size_t{16} << 30;
 
 // One accepted connection. Owned by the connection map; touched by one thread at a time:
 // EPOLLONESHOT hands a readable connection to exactly one thread, which reads what has
@@ -83,11 +86,16 @@ FrameHeader ReplyHeader(const FrameHeader& request, const Status& st, std::strin
   if (!st.ok()) {
     *reply = st.message();
     *bulk_out = Buffer();
+    ctx->bulk_out_shared_len.reset();
   }
   h.body_len = static_cast<uint32_t>(reply->size());
   h.body_crc = Crc32c(reply->data(), reply->size());
   h.bulk_len = bulk_out->size();
-  if (h.bulk_len) {
+  if (ctx->bulk_out_shared_len) {  // in the client's arena already (lnet/shared_bulk.h)
+    *bulk_out = Buffer();
+    h.flags |= kFlagBulkShared;
+    h.bulk_len = std::min(*ctx->bulk_out_shared_len, ctx->bulk_out_shared.size());
+  } else if (h.bulk_len) {
     h.flags |= kFlagBulkCrc;
     h.bulk_crc = ctx->bulk_out_crc ? *ctx->bulk_out_crc
                                    : Crc32c(bulk_out->data(), bulk_out->size());
@@ -158,7 +166,8 @@ class RpcServer::Impl : public RequestHandler {
             options_.worker_threads,
             bulk_checked_.load(std::memory_order_relaxed),
             bulk_unchecked_.load(std::memory_order_relaxed),
-            bulk_spliced_.load(std::memory_order_relaxed)};
+            bulk_spliced_.load(std::memory_order_relaxed),
+            bulk_shared_.load(std::memory_order_relaxed)};
   }
 
   void Stop() {
@@ -303,7 +312,9 @@ class RpcServer::Impl : public RequestHandler {
           break;
       }
       if (want > 0) {
-        const ssize_t n = recv(c->fd, dst, want, 0);
+        // A local peer may pass its shared bulk arena with a frame (OP_LNET_SHARE_BULK).
+        const ssize_t n = c->local ? RecvPassingFd(c->fd, dst, want, &c->session.passed_fd)
+                                   : recv(c->fd, dst, want, 0);
         if (n == 0) {
           Drop(c, c->MidFrame() ? "peer closed mid-frame" : "");
           return;
@@ -409,11 +420,18 @@ class RpcServer::Impl : public RequestHandler {
     ctx->replay = (h.flags & kFlagReplay) != 0;
     ctx->replay_transno = ctx->replay ? h.transno : 0;
     ctx->resent = (h.flags & kFlagResend) != 0;
+    if ((h.flags & kFlagBulkShared) && s.shared != nullptr) {
+      STRIA_ASSIGN_OR_RETURN(
+          ctx->bulk_out_shared,
+          UnpackSharedBulk(h.last_committed, s.shared->base(), s.shared->size()));
+    }
     active_.fetch_add(1, std::memory_order_relaxed);
     Status st = Dispatch(s, h, body, *ctx, reply);
     active_.fetch_sub(1, std::memory_order_relaxed);
-    s.bulk_bytes.fetch_add(bulk.size() + (st.ok() ? ctx->bulk_out.size() : 0),
-                           std::memory_order_relaxed);
+    size_t out = 0;
+    if (st.ok()) out = ctx->bulk_out_shared_len ? *ctx->bulk_out_shared_len : ctx->bulk_out.size();
+    if (st.ok() && ctx->bulk_out_shared_len) bulk_shared_.fetch_add(1, std::memory_order_relaxed);
+    s.bulk_bytes.fetch_add(bulk.size() + out, std::memory_order_relaxed);
     return st;
   }
 
@@ -429,6 +447,7 @@ class RpcServer::Impl : public RequestHandler {
       return Status::Ok();
     }
     if (h.opcode == proto::OP_LNET_PEERS) return ListPeers(reply);
+    if (h.opcode == proto::OP_LNET_SHARE_BULK) return ShareBulk(s, body);
     auto it = handlers_.find(h.opcode);
     if (it == handlers_.end()) {
       return Status(Code::kBadOpcode, options_.name + " does not serve opcode " +
@@ -533,6 +552,33 @@ class RpcServer::Impl : public RequestHandler {
     return AuthFailed(options_.name + " refused the connection: " + std::string(why));
   }
 
+  // OP_LNET_SHARE_BULK: maps the arena a local client passed with this frame, so that
+  // replies to it may put their bulk there (lnet/shared_bulk.h).
+  Status ShareBulk(ServerSession& s, std::string_view body) {
+    const int fd = std::exchange(s.passed_fd, -1);
+    if (fd < 0) {
+      return Status(Code::kInval, "OP_LNET_SHARE_BULK without a memfd (local sockets only)");
+    }
+    if (!LocalSharedBulkEnabled()) {
+      close(fd);
+      return Status(Code::kInval, options_.name +
+                                      " does not map shared bulk arenas "
+                                      "(STRIA_LNET_SHARED=0)");
+    }
+    proto::ShareBulkRequest req;
+    if (!req.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+      close(fd);
+      return Status(Code::kProtocol, "bad OP_LNET_SHARE_BULK body");
+    }
+    Result<std::shared_ptr<SharedRegion>> r = SharedRegion::Map(fd, kMaxSharedRegion);
+    if (!r.ok()) {
+      LOG_WARN("{}: {} shared no bulk arena: {}", options_.name, s.peer, r.status().ToString());
+      return r.status();
+    }
+    s.shared = std::move(*r);
+    return Status::Ok();
+  }
+
   // OP_LNET_PEERS: every open connection and the LND carrying it.
   Status ListPeers(std::string* reply) {
     proto::PeersReply rep;
@@ -580,7 +626,8 @@ class RpcServer::Impl : public RequestHandler {
       if (sent.ok()) sent = SpliceAll(c->fd, &iov[2], 1, deadline);
       c->spliced = std::move(ctx.bulk_out);
     } else {
-      sent = SendAll(c->fd, iov, h.bulk_len ? 3 : 2, deadline);
+      const bool in_stream = h.bulk_len > 0 && !(h.flags & kFlagBulkShared);
+      sent = SendAll(c->fd, iov, in_stream ? 3 : 2, deadline);
     }
     if (!sent.ok()) {
       Drop(c, "sending reply: " + sent.ToString());
@@ -619,7 +666,7 @@ class RpcServer::Impl : public RequestHandler {
   std::atomic<int64_t> active_{0};     // handlers running now (RpcServer::Load)
   std::atomic<uint64_t> requests_{0};  // requests received since start
   std::atomic<uint64_t> bulk_checked_{0}, bulk_unchecked_{0};  // request bulks (Load)
-  std::atomic<uint64_t> bulk_spliced_{0};                      // reply bulks (Load)
+  std::atomic<uint64_t> bulk_spliced_{0}, bulk_shared_{0};     // reply bulks (Load)
   std::atomic<int64_t> last_sweep_{0};  // steady-clock ticks of the last stall sweep
   std::vector<std::thread> workers_;
 

@@ -81,6 +81,12 @@ struct RpcContext {
   // them (the OSS folds the sums of the 4 KiB chunks it verified, Crc32cCombine); unset, the
   // server computes it.
   std::optional<uint32_t> bulk_out_crc;
+  // Where the reply's bulk may go instead: the client's own memory, when a local client
+  // shared its arena and asked for it (lnet/shared_bulk.h); empty otherwise. A handler that
+  // puts its bulk there sets bulk_out_shared_len (at most bulk_out_shared.size()) and
+  // leaves bulk_out empty; nothing then follows the reply in the stream.
+  std::span<uint8_t> bulk_out_shared;
+  std::optional<size_t> bulk_out_shared_len;
   // A request replayed after a restart (kFlagReplay), and the transno its first reply had.
   bool replay = false;
   uint64_t replay_transno = 0;
@@ -146,6 +152,7 @@ class RpcServer {
     uint64_t bulk_checked = 0;
     uint64_t bulk_unchecked = 0;
     uint64_t bulk_spliced = 0;  // reply bulks sent by reference to local peers (SpliceAll)
+    uint64_t bulk_shared = 0;   // reply bulks put straight into a local peer's arena
   };
   Load load() const;
 

@@ -250,12 +250,24 @@ Result<int> TcpConnect(const Nid& nid, int timeout_ms) {
   return fd;
 }
 
-Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline) {
+Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline, int pass_fd) {
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
   while (iovcnt > 0) {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(std::min(iovcnt, IOV_MAX));
+    if (pass_fd >= 0) {  // goes with the first byte sent
+      std::memset(control, 0, sizeof control);
+      msg.msg_control = control;
+      msg.msg_controllen = sizeof control;
+      cmsghdr* cm = CMSG_FIRSTHDR(&msg);
+      cm->cmsg_level = SOL_SOCKET;
+      cm->cmsg_type = SCM_RIGHTS;
+      cm->cmsg_len = CMSG_LEN(sizeof(int));
+      std::memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+    }
     const ssize_t n = sendmsg(fd, &msg, MSG_NOSIGNAL);
+    if (n > 0) pass_fd = -1;
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -276,6 +288,29 @@ Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline) {
     }
   }
   return Status::Ok();
+}
+
+ssize_t RecvPassingFd(int fd, void* buf, size_t len, int* passed) {
+  iovec iov{buf, len};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  if (n <= 0) return n;
+  for (cmsghdr* cm = CMSG_FIRSTHDR(&msg); cm != nullptr; cm = CMSG_NXTHDR(&msg, cm)) {
+    if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS) continue;
+    const size_t count = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < count; ++i) {
+      int got = -1;
+      std::memcpy(&got, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+      if (*passed >= 0) close(*passed);  // only the latest counts
+      *passed = got;
+    }
+  }
+  return n;
 }
 
 bool IsLocalSocket(int fd) {

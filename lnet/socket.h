@@ -61,7 +61,12 @@ Status SpliceAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline);
 size_t UnreadBytes(int fd);
 
 // Writes all of iov (the array is modified as it is consumed). kDisconnected or kTimeout.
-Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline);
+// pass_fd >= 0 (a local socket only) goes to the peer with the first byte (SCM_RIGHTS).
+Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline, int pass_fd = -1);
+
+// recv(2) on a local socket that also takes a descriptor the peer passed with these bytes:
+// it goes to *passed, closing the one there before (only the latest counts).
+ssize_t RecvPassingFd(int fd, void* buf, size_t len, int* passed);
 
 // Reads exactly len bytes into buf. kDisconnected (EOF or error) or kTimeout.
 Status RecvAll(int fd, void* buf, size_t len, Clock::time_point deadline);

@@ -36,6 +36,9 @@ void AddRpcServerMetrics(const RpcServer& server, std::string_view service, Prom
   page->Add("stria_rpc_bulk_replies_spliced_total", "counter",
             "reply bulks sent to local peers by reference, not copied", l,
             static_cast<double>(load.bulk_spliced));
+  page->Add("stria_rpc_bulk_replies_shared_total", "counter",
+            "reply bulks put straight into a local peer's shared arena", l,
+            static_cast<double>(load.bulk_shared));
 }
 
 }  // namespace stria::lnet

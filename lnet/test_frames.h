@@ -59,7 +59,10 @@ inline Result<Frame> RecvFrame(int fd) {
   STRIA_ASSIGN_OR_RETURN(f.h, DecodeHeader(hdr, FrameLimits{}));
   f.body.resize(f.h.body_len);
   STRIA_RETURN_IF_ERROR(RecvAll(fd, f.body.data(), f.body.size(), Soon()));
-  f.bulk.resize(f.h.bulk_len);
+  // A reply whose bulk went into a shared arena carries none in the stream.
+  const bool shared =
+      (f.h.flags & (kFlagReply | kFlagBulkShared)) == (kFlagReply | kFlagBulkShared);
+  f.bulk.resize(shared ? 0 : f.h.bulk_len);
   STRIA_RETURN_IF_ERROR(RecvAll(fd, f.bulk.data(), f.bulk.size(), Soon()));
   return f;
 }

@@ -12,6 +12,10 @@
 // - llite.*.max_read_ahead_mb: the mount's bdi read_ahead_kb follows it (set locally and with
 //   set_param -P through the MGS), and a sequential read in 4 KiB pieces reaches the FUSE
 //   client as one request per page with 0, as far fewer, larger ones with 4.
+//
+// The same /metrics show what a mount on an OSS's own host does without any tunable: its
+// cold reads land straight in its buffers (lnet/shared_bulk.h), counted by
+// stria_rpc_bulk_replies_shared_total, and read back intact.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -164,6 +168,26 @@ TEST_F(TunablesTest, ChecksumsOffSendsWriteBulksWithoutCrc) {
   EXPECT_GT(OssMetric(crc), crc2);
   // Out of range: refused by the mount, the value stays.
   EXPECT_EQ(SetLocal("osc.*.checksums", "2"), EINVAL);
+}
+
+// A file of whole pages and one of 100,000 bytes, read cold: the OSS (on this host) puts
+// each read's bytes in the mount's shared arena, and they are the bytes written.
+TEST_F(TunablesTest, ColdReadsFromAnOssOnThisHostLandInTheMountsBuffers) {
+  const std::string shared = "stria_rpc_bulk_replies_shared_total{service=\"ost\"}";
+  for (size_t size : {size_t{3} << 20, size_t{100'000}}) {
+    const std::string path = Mnt() + "/shared-" + std::to_string(size);
+    const std::vector<uint8_t> data = Pattern(size, size);
+    ASSERT_EQ(WriteFile(path, data, 1 << 20, /*fsync_it=*/true), 0);
+    const int fd = open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);  // cold: from the OSS
+    close(fd);
+    const uint64_t before = OssMetric(shared);
+    std::vector<uint8_t> back;
+    ASSERT_EQ(ReadFile(path, &back), 0);
+    EXPECT_EQ(FirstDiff(back, data), -1) << size;
+    EXPECT_GT(OssMetric(shared), before) << size;
+  }
 }
 
 TEST_F(TunablesTest, MaxDirtyMbZeroMakesWritesSynchronous) {

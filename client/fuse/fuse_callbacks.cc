@@ -12,6 +12,8 @@
 #include "client/fuse/fuse_ops.h"
 #include "client/fuse/fuse_ring.h"
 #include "common/log.h"
+#include "lnet/buffer.h"
+#include "lnet/shared_bulk.h"
 
 namespace stria::client::fuse {
 
@@ -134,15 +136,33 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 }
 
 // One read buffer per worker thread: the reply is written (copied by the kernel) before the
-// thread takes its next request, so it is reused without allocation.
+// thread takes its next request, so it is reused without allocation. It comes from the
+// shared bulk arena where there is one, so a local OSS reads straight into it.
 std::span<uint8_t> ThreadReadBuffer(size_t size) {
-  thread_local std::unique_ptr<uint8_t[]> buf;
-  thread_local size_t cap = 0;
-  if (cap < size) {
-    buf.reset(new uint8_t[size]);
-    cap = size;
+  struct Held {
+    uint8_t* p = nullptr;
+    size_t cap = 0;
+    bool shared = false;
+    void Release() {
+      if (p == nullptr) return;
+      if (shared) {
+        lnet::BulkArena::Get()->Free(p, cap);
+      } else {
+        lnet::BufferPool::Free(p, cap);
+      }
+      p = nullptr;
+    }
+    ~Held() { Release(); }
+  };
+  thread_local Held buf;
+  if (buf.cap < size) {
+    buf.Release();
+    lnet::BulkArena* arena = lnet::BulkArena::Get();
+    buf.p = arena != nullptr ? arena->Allocate(size, &buf.cap) : nullptr;
+    buf.shared = buf.p != nullptr;
+    if (buf.p == nullptr) buf.p = lnet::BufferPool::Allocate(size, &buf.cap);
   }
-  return {buf.get(), size};
+  return {buf.p, size};
 }
 
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {

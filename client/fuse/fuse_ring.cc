@@ -15,8 +15,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -28,6 +28,7 @@
 #include "client/fuse/llite_params.h"
 #include "common/log.h"
 #include "common/stats.h"
+#include "lnet/shared_bulk.h"
 
 namespace stria::client::fuse {
 
@@ -86,9 +87,15 @@ struct Entry {
   std::atomic<bool> replied{false};  // the request in it has its answer
   bool deferred = false;  // its handler returned unanswered (worker thread only)
 
+  size_t shared_cap = 0;  // region came from the shared bulk arena, with this capacity
+
   ~Entry() {
     if (hdr != nullptr) munmap(hdr, kPage);
-    if (region != nullptr) munmap(region, kHeadroom + payload_cap);
+    if (region != nullptr && shared_cap != 0) {
+      lnet::BulkArena::Get()->Free(region, shared_cap);
+    } else if (region != nullptr) {
+      munmap(region, kHeadroom + payload_cap);
+    }
   }
 };
 
@@ -282,10 +289,17 @@ bool Worker::AddEntry() {
   if (h == MAP_FAILED) return false;
   e->hdr = static_cast<RingReqHeader*>(h);
   e->payload_cap = ring_->payload_cap;
-  void* r = mmap(nullptr, kHeadroom + e->payload_cap, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (r == MAP_FAILED) return false;
-  e->region = static_cast<uint8_t*>(r);
+  // READ replies are built in the payload: from the shared bulk arena where there is one, a
+  // local OSS reads straight into it (lnet/shared_bulk.h).
+  if (lnet::BulkArena* arena = lnet::BulkArena::Get(); arena != nullptr) {
+    e->region = arena->Allocate(kHeadroom + e->payload_cap, &e->shared_cap);
+  }
+  if (e->region == nullptr) {
+    void* r = mmap(nullptr, kHeadroom + e->payload_cap, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (r == MAP_FAILED) return false;
+    e->region = static_cast<uint8_t*>(r);
+  }
   e->payload = e->region + kHeadroom;
   e->iov[0] = {e->hdr, sizeof(RingReqHeader)};
   e->iov[1] = {e->payload, e->payload_cap};

@@ -25,8 +25,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -45,6 +45,7 @@
 #include "common/version.h"
 #include "lnet/busy_poll.h"
 #include "lnet/lnd.h"
+#include "lnet/shared_bulk.h"
 
 namespace stria::client::fuse {
 namespace {
@@ -138,6 +139,9 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
              !st.ok()) {
     return Fail(a, st.message());
   }
+  // FUSE read buffers come from the shared bulk arena, so that a local OSS reads into
+  // them directly (lnet/shared_bulk.h); connections share it as they open.
+  lnet::BulkArena::Create();
   ClientConfig cfg;
   cfg.mgs_nids = spec.mgs_nids;
   cfg.fsname = spec.fsname;

@@ -43,6 +43,9 @@ struct ExchangeArgs {
   uint64_t replay_transno = 0;
   // Not the first attempt of this xid (kFlagResend).
   bool resend = false;
+  // A descriptor to pass with the request (SCM_RIGHTS; local sockets only): the shared bulk
+  // arena, with OP_LNET_SHARE_BULK.
+  int pass_fd = -1;
   // Where FinishReply puts the reply's transno and last_committed, when set.
   uint64_t* reply_transno = nullptr;
   uint64_t* reply_committed = nullptr;

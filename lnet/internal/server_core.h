@@ -6,8 +6,11 @@
 // counters are atomics so a peer listing may read them at any time.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -18,6 +21,7 @@
 #include "lnet/frame.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_server.h"
+#include "lnet/shared_bulk.h"
 
 namespace stria::lnet {
 
@@ -29,8 +33,19 @@ struct ServerSession {
   // With a cluster key: between CONNECT and OP_AUTH, the nonces and the client's role.
   bool auth_pending = false;
   std::string client_nonce, server_nonce, client_role;
+  // Local sockets: a descriptor the peer passed (for OP_LNET_SHARE_BULK), and the peer's
+  // shared bulk arena once mapped (lnet/shared_bulk.h).
+  int passed_fd = -1;
+  std::shared_ptr<SharedRegion> shared;
   std::atomic<uint64_t> requests{0};
   std::atomic<uint64_t> bulk_bytes{0};  // request and reply bulk moved
+
+  ServerSession() = default;
+  ServerSession(const ServerSession&) = delete;
+  ServerSession& operator=(const ServerSession&) = delete;
+  ~ServerSession() {
+    if (passed_fd >= 0) close(passed_fd);
+  }
 
   // client_uuid as a peer listing on another thread may read it.
   std::string ListedUuid() const {

@@ -1,0 +1,194 @@
+#include "lnet/shared_bulk.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/log.h"
+#include "lnet/lnd.h"
+#include "lnet/socket.h"
+
+namespace stria::lnet {
+namespace {
+
+constexpr size_t kPage = 4096;
+constexpr int kPageShift = 12;
+constexpr int kMinClass = 12;  // 4 KiB
+constexpr int kClasses = 64;
+
+int SizeClass(size_t size) {
+  const int c = std::bit_width(std::max(size, kPage) - 1);
+  return std::max(c, kMinClass);
+}
+
+bool Aligned(uint64_t v) { return (v & (kPage - 1)) == 0; }
+
+}  // namespace
+
+struct BulkArena::State {
+  std::mutex mu;
+  size_t next = 0;                                      // GUARDED_BY(mu): the bump pointer
+  std::vector<uint8_t*> free[kClasses];                 // GUARDED_BY(mu)
+  std::vector<std::pair<uint64_t, uint64_t>> detached;  // GUARDED_BY(mu): [offset, end)
+  std::atomic<bool> any_detached{false};
+};
+
+BulkArena::BulkArena(int fd, uint8_t* base, size_t size)
+    : fd_(fd), base_(base), size_(size), state_(new State) {}
+
+namespace {
+std::atomic<BulkArena*> the_arena{nullptr};
+}  // namespace
+
+BulkArena* BulkArena::Get() { return the_arena.load(std::memory_order_acquire); }
+
+BulkArena* BulkArena::Create() {
+  static BulkArena* arena = []() -> BulkArena* {
+    if (!LocalSharedBulkEnabled() || !LocalSocketsEnabled()) return nullptr;
+    const int fd = memfd_create("stria-bulk", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    const size_t size = kDefaultBytes;
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0 ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+      LOG_WARN("shared bulk off: memfd: {}", strerror(errno));
+      if (fd >= 0) close(fd);
+      return nullptr;
+    }
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      LOG_WARN("shared bulk off: mmap: {}", strerror(errno));
+      close(fd);
+      return nullptr;
+    }
+    return new BulkArena(fd, static_cast<uint8_t*>(p), size);
+  }();
+  the_arena.store(arena, std::memory_order_release);
+  return arena;
+}
+
+uint8_t* BulkArena::Allocate(size_t size, size_t* capacity) {
+  const int c = SizeClass(size);
+  if (c >= kClasses) return nullptr;
+  const size_t cap = size_t{1} << c;
+  std::lock_guard lk(state_->mu);
+  std::vector<uint8_t*>& list = state_->free[c];
+  uint8_t* p = nullptr;
+  if (!list.empty()) {
+    p = list.back();
+    list.pop_back();
+  } else if (state_->next + cap <= size_) {
+    p = base_ + state_->next;
+    state_->next += cap;
+  } else {
+    return nullptr;
+  }
+  *capacity = cap;
+  return p;
+}
+
+void BulkArena::Free(uint8_t* p, size_t capacity) {
+  if (p == nullptr) return;
+  std::lock_guard lk(state_->mu);
+  state_->free[SizeClass(capacity)].push_back(p);
+}
+
+std::optional<uint64_t> BulkArena::Offset(const void* p, size_t len) const {
+  const auto* b = static_cast<const uint8_t*>(p);
+  if (len == 0 || b < base_ || b >= base_ + size_ || len > static_cast<size_t>(base_ + size_ - b)) {
+    return std::nullopt;
+  }
+  const uint64_t off = static_cast<uint64_t>(b - base_);
+  if (!Aligned(off) || !Aligned(len)) return std::nullopt;
+  if (state_->any_detached.load(std::memory_order_acquire)) {
+    std::lock_guard lk(state_->mu);
+    for (const auto& [from, to] : state_->detached) {
+      if (off < to && from < off + len) return std::nullopt;
+    }
+  }
+  return off;
+}
+
+void BulkArena::Detach(void* p, size_t len) {
+  std::optional<uint64_t> off = Offset(p, len);
+  if (!off) return;  // not shared (or already detached): nothing can land there
+  {
+    std::lock_guard lk(state_->mu);
+    state_->detached.emplace_back(*off, *off + len);
+    state_->any_detached.store(true, std::memory_order_release);
+  }
+  // Private pages over the range first, then the shared ones go back to the system (a DMA
+  // still under way keeps its pages until it ends).
+  if (mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+      MAP_FAILED) {
+    LOG_ERROR("shared bulk: cannot detach {} bytes: {}", len, strerror(errno));
+    std::abort();  // a late write from the server could land in memory the caller reuses
+  }
+  (void)fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(*off),
+                  static_cast<off_t>(len));
+  LOG_DEBUG("shared bulk: detached {} bytes at {}", len, *off);
+}
+
+uint64_t PackSharedBulk(uint64_t offset, size_t len) {
+  return ((static_cast<uint64_t>(len) >> kPageShift) << 40) | offset;
+}
+
+Result<std::span<uint8_t>> UnpackSharedBulk(uint64_t packed, uint8_t* region, size_t region_size) {
+  const uint64_t offset = packed & ((uint64_t{1} << 40) - 1);
+  const uint64_t len = (packed >> 40) << kPageShift;
+  if (!Aligned(offset) || len == 0 || offset > region_size || len > region_size - offset) {
+    return Status(Code::kProtocol, "shared bulk descriptor of " + std::to_string(len) +
+                                       " bytes at " + std::to_string(offset) +
+                                       " is outside the shared region of " +
+                                       std::to_string(region_size) + " bytes");
+  }
+  return std::span<uint8_t>(region + offset, len);
+}
+
+Result<std::shared_ptr<SharedRegion>> SharedRegion::Map(int fd, size_t max_size) {
+  struct Closer {
+    int fd;
+    ~Closer() { close(fd); }
+  } closer{fd};
+  const int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0) return Status(Code::kInval, "the shared bulk region is not a memfd");
+  if (!(seals & F_SEAL_SHRINK)) {
+    return Status(Code::kInval, "the shared bulk region is not sealed against shrinking");
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0) return ErrnoStatus("fstat of the shared bulk region", errno);
+  const auto size = static_cast<size_t>(st.st_size);
+  if (size == 0 || size > max_size || !Aligned(size)) {
+    return Status(Code::kInval, "shared bulk region of " + std::to_string(size) +
+                                    " bytes (at most " + std::to_string(max_size) + ")");
+  }
+  // One mapping per memfd (its inode) in this process.
+  static std::mutex mu;
+  static std::map<std::pair<dev_t, ino_t>, std::weak_ptr<SharedRegion>> mapped;  // GUARDED_BY(mu)
+  std::lock_guard lk(mu);
+  const auto key = std::make_pair(st.st_dev, st.st_ino);
+  if (auto it = mapped.find(key); it != mapped.end()) {
+    // A sealed memfd never changes size, so the mapping covers it whole.
+    if (std::shared_ptr<SharedRegion> r = it->second.lock(); r != nullptr) return r;
+  }
+  std::erase_if(mapped, [](const auto& m) { return m.second.expired(); });
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return ErrnoStatus("mapping the shared bulk region", errno);
+  auto r = std::make_shared<SharedRegion>(static_cast<uint8_t*>(p), size);
+  mapped[key] = r;
+  return r;
+}
+
+SharedRegion::~SharedRegion() { munmap(base_, size_); }
+
+}  // namespace stria::lnet

@@ -1,0 +1,107 @@
+// Shared bulk: reply bulk that a server on the same host puts straight into the client's
+// memory, as the o2ib LND's RDMA writes do across hosts.
+//
+// A client process keeps one arena: a sealed memfd (it can neither shrink nor grow), mapped
+// once. Over each local-socket connection (lnet/socket.h) the client passes the memfd once
+// (OP_LNET_SHARE_BULK, SCM_RIGHTS); the server maps it too. A request whose reply bulk is to
+// land in arena memory then carries a descriptor of that memory (kFlagBulkShared, frame.h);
+// a handler that can produce its bulk in place (the OSS reading an object with O_DIRECT)
+// writes it there, and the reply says how many bytes it put (kFlagBulkShared, no bytes in
+// the stream, no crc: nothing crossed a wire). A cold read then costs the client no copy and
+// no checksum pass, and the OSS no copy either: the disk writes the client's pages.
+//
+// Only memory the client chose to share is reachable: the arena, not the rest of the
+// process. The client allocates from it the buffers that replies land in (the FUSE read
+// buffers); everything else goes over the socket as before.
+//
+// A request whose exchange fails after it was sent (a timeout, a lost connection) may still
+// be served later by a server that is only slow, and write into the buffer after the caller
+// reused it. Detach gives that range fresh private pages first, so such a late write lands
+// in pages no one reads.
+//
+// LndConfig::local_shared_bulk (STRIA_LNET_SHARED=0 in the environment) turns it off.
+// Thread-safety: thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "common/status.h"
+
+namespace stria::lnet {
+
+class BulkArena {
+ public:
+  // The arena's address space: sparse, so only pages in use cost memory.
+  static constexpr size_t kDefaultBytes = size_t{1} << 30;
+
+  // Creates the process's arena (once) and returns it: a process that will receive bulk
+  // into arena buffers (stria-fuse) calls it before it connects anywhere, since connections
+  // share the arena when they open. Null when shared bulk is off or the memfd could not be
+  // made: then every buffer is private and bulk goes over the socket.
+  static BulkArena* Create();
+  // The arena if Create made one, else null.
+  static BulkArena* Get();
+
+  // A page-aligned block of at least `size` bytes from the arena, or null when it is full
+  // (the caller then allocates private memory). Blocks are kept by power-of-two size class
+  // when freed and handed out again.
+  uint8_t* Allocate(size_t size, size_t* capacity);
+  void Free(uint8_t* p, size_t capacity);
+
+  // Where [p, p+len) lies in the arena when the whole range does, both ends on page
+  // boundaries, and it was not detached: the descriptor a request carries. nullopt otherwise.
+  std::optional<uint64_t> Offset(const void* p, size_t len) const;
+
+  // Replaces the pages of [p, p+len) (page-aligned, inside the arena) with private zero
+  // pages and stops sharing them: see the file comment.
+  void Detach(void* p, size_t len);
+
+  int fd() const { return fd_; }
+  size_t size() const { return size_; }
+  uint8_t* base() const { return base_; }
+
+ private:
+  BulkArena(int fd, uint8_t* base, size_t size);
+  struct State;
+  const int fd_;
+  uint8_t* const base_;
+  const size_t size_;
+  State* state_;  // allocator and detached ranges, behind a mutex (never freed: process-wide)
+};
+
+// The descriptor of shared reply bulk, packed in a request header's last_committed field
+// (unused in requests): the page offset in the arena and the length in pages. Up to 1 TiB
+// of arena and 4 GiB per reply.
+uint64_t PackSharedBulk(uint64_t offset, size_t len);
+// Unpacks it; kProtocol when it is not page-aligned or does not fit a region of
+// region_size bytes.
+Result<std::span<uint8_t>> UnpackSharedBulk(uint64_t packed, uint8_t* region, size_t region_size);
+
+// A server's mapping of one client's arena. One per arena in the process, however many
+// connections of that client share it: on this host's VM every (mapping, page) pair pays a
+// slow first touch, so eight mappings of one arena would pay it eight times.
+class SharedRegion {
+ public:
+  // Maps the memfd the client passed, or finds the mapping of it this process has already:
+  // kInval unless it is a memfd sealed against shrinking (a peer could otherwise truncate it
+  // and fault the server) of at most max_size bytes. Takes ownership of fd (closes it).
+  static Result<std::shared_ptr<SharedRegion>> Map(int fd, size_t max_size);
+
+  SharedRegion(uint8_t* base, size_t size) : base_(base), size_(size) {}
+  ~SharedRegion();
+  SharedRegion(const SharedRegion&) = delete;
+  SharedRegion& operator=(const SharedRegion&) = delete;
+
+  uint8_t* base() const { return base_; }
+  size_t size() const { return size_; }
+
+ private:
+  uint8_t* const base_;
+  const size_t size_;
+};
+
+}  // namespace stria::lnet

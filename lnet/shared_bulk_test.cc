@@ -1,0 +1,266 @@
+// Shared bulk (lnet/shared_bulk.h): a local server puts reply bulk straight into the
+// client's arena, only there, only where asked, and never after the client gave up.
+#include "lnet/shared_bulk.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/crc32c.h"
+#include "lnet/lnd.h"
+#include "lnet/rpc_client.h"
+#include "lnet/rpc_server.h"
+#include "lnet/socket.h"
+#include "lnet/test_frames.h"
+#include "proto/stria.pb.h"
+
+namespace stria::lnet {
+namespace {
+
+namespace tf = ::stria::lnet::testing;
+
+uint8_t Pattern(uint64_t offset, size_t i) { return static_cast<uint8_t>((offset + i) * 13 + 5); }
+
+// A read at this offset is answered late: after the client's timeout.
+constexpr uint64_t kSlowOffset = 999;
+constexpr int kSlowMs = 1500;
+
+class SharedBulkTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LndConfig c = saved_;
+    c.local_sockets = true;
+    c.local_shared_bulk = true;
+    ConfigureLnds(c);
+    arena_ = BulkArena::Create();
+    ASSERT_NE(arena_, nullptr);
+    ServerOptions opts;
+    opts.name = "shared";
+    opts.fsname = "testfs";
+    opts.worker_threads = 4;
+    server_ = std::make_unique<RpcServer>(opts);
+    server_->Register<proto::OstIoRequest, proto::OstIoReply>(
+        proto::OP_OST_READ,
+        [](RpcContext& ctx, const proto::OstIoRequest& req, proto::OstIoReply* rep) {
+          if (req.offset() == kSlowOffset) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(kSlowMs));
+          }
+          const size_t len = req.length();
+          const bool in_place = ctx.bulk_out_shared.size() >= len;
+          if (!in_place) ctx.bulk_out = Buffer(len);
+          uint8_t* dst = in_place ? ctx.bulk_out_shared.data() : ctx.bulk_out.data();
+          for (size_t i = 0; i < len; ++i) dst[i] = Pattern(req.offset(), i);
+          if (in_place) ctx.bulk_out_shared_len = len;
+          rep->set_length(len);
+          return Status::Ok();
+        });
+    ASSERT_TRUE(server_->Start(tf::Loopback(0)).ok());
+  }
+  void TearDown() override {
+    server_->Stop();
+    for (auto [p, cap] : blocks_) arena_->Free(p, cap);
+    ConfigureLnds(saved_);
+  }
+
+  ClientOptions Options() const {
+    ClientOptions o;
+    o.fsname = "testfs";
+    return o;
+  }
+
+  // Reads buf.size() bytes at `offset` into buf; the call's status.
+  static Status Read(RpcClient& client, uint64_t offset, std::span<uint8_t> buf) {
+    size_t got_len = 0;
+    proto::OstIoRequest r;
+    r.set_offset(offset);
+    r.set_length(buf.size());
+    proto::OstIoReply rep;
+    CallBulk in;
+    in.in = buf;
+    in.in_len = &got_len;
+    Status st = client.Call(proto::OP_OST_READ, r, &rep, in);
+    if (st.ok() && got_len != buf.size()) return Status(Code::kIO, "short read");
+    return st;
+  }
+
+  static size_t Wrong(std::span<const uint8_t> buf, uint64_t offset) {
+    size_t wrong = 0;
+    for (size_t i = 0; i < buf.size(); ++i) wrong += buf[i] != Pattern(offset, i);
+    return wrong;
+  }
+
+  std::span<uint8_t> ArenaBuffer(size_t size) {
+    size_t cap = 0;
+    uint8_t* p = arena_->Allocate(size, &cap);
+    EXPECT_NE(p, nullptr);
+    blocks_.emplace_back(p, cap);
+    return {p, size};
+  }
+
+  // Sends OP_LNET_SHARE_BULK on a raw connection, passing fd (-1: none); the reply's status.
+  static Code ShareRaw(int raw, int fd) {
+    proto::ShareBulkRequest req;
+    req.set_size(1 << 20);
+    std::string body;
+    req.SerializeToString(&body);
+    FrameHeader h;
+    h.opcode = proto::OP_LNET_SHARE_BULK;
+    h.xid = 7;
+    h.body_len = static_cast<uint32_t>(body.size());
+    h.body_crc = Crc32c(body.data(), body.size());
+    uint8_t hdr[kFrameHeaderSize];
+    EncodeHeader(h, hdr);
+    iovec iov[2] = {{hdr, sizeof hdr}, {body.data(), body.size()}};
+    if (!SendAll(raw, iov, 2, tf::Soon(), fd).ok()) return Code::kDisconnected;
+    Result<tf::Frame> reply = tf::RecvFrame(raw);
+    return reply.ok() ? static_cast<Code>(reply->h.status) : Code::kDisconnected;
+  }
+
+  LndConfig saved_ = CurrentLndConfig();
+  BulkArena* arena_ = nullptr;
+  std::vector<std::pair<uint8_t*, size_t>> blocks_;
+  std::unique_ptr<RpcServer> server_;
+};
+
+// A buffer from the arena: the server's handler writes the bytes into it itself (nothing
+// in the stream); the reply says how many.
+TEST_F(SharedBulkTest, AReplyLandsInTheArenaBuffer) {
+  RpcClient client(tf::Loopback(server_->port()), Options());
+  std::span<uint8_t> buf = ArenaBuffer(1 << 20);
+  ASSERT_TRUE(Read(client, 5, buf).ok());
+  EXPECT_EQ(Wrong(buf, 5), 0u);
+  EXPECT_EQ(server_->load().bulk_shared, 1u);
+  EXPECT_EQ(server_->load().bulk_spliced, 0u);
+}
+
+// Memory outside the arena, or a range not on page boundaries, goes over the socket.
+TEST_F(SharedBulkTest, OtherBuffersGoOverTheSocket) {
+  RpcClient client(tf::Loopback(server_->port()), Options());
+  std::vector<uint8_t> priv(1 << 20);
+  ASSERT_TRUE(Read(client, 1, priv).ok());
+  EXPECT_EQ(Wrong(priv, 1), 0u);
+  std::span<uint8_t> arena = ArenaBuffer(1 << 20);
+  ASSERT_TRUE(Read(client, 2, arena.subspan(100, 100'000)).ok());
+  EXPECT_EQ(Wrong(arena.subspan(100, 100'000), 2), 0u);
+  EXPECT_EQ(server_->load().bulk_shared, 0u);
+  ASSERT_TRUE(Read(client, 3, arena.first(8192)).ok());
+  EXPECT_EQ(server_->load().bulk_shared, 1u);
+}
+
+// The client gives up on a read (its timeout) while the server is still at it. The server
+// then writes the reply's bytes into its mapping; the caller, who reused the buffer, sees
+// none of them: the range was given private pages when the exchange failed.
+TEST_F(SharedBulkTest, AReadTheClientGaveUpOnCannotWriteIntoTheBufferLater) {
+  ClientOptions o = Options();
+  o.rpc_timeout_ms = 300;
+  o.retry_deadline_ms = 0;
+  RpcClient client(tf::Loopback(server_->port()), o);
+  std::span<uint8_t> buf = ArenaBuffer(1 << 20);
+  ASSERT_TRUE(arena_->Offset(buf.data(), buf.size()).has_value());
+  Status st = Read(client, kSlowOffset, buf);
+  ASSERT_EQ(st.code(), Code::kTimeout) << st.ToString();
+  std::memset(buf.data(), 0x11, buf.size());  // the caller's next use of it
+  std::this_thread::sleep_for(std::chrono::milliseconds(kSlowMs + 500));
+  size_t changed = 0;
+  for (uint8_t b : buf) changed += b != 0x11;
+  EXPECT_EQ(changed, 0u);
+  EXPECT_FALSE(arena_->Offset(buf.data(), buf.size()).has_value());  // no longer shared
+  // Read again, the detached buffer is served over the socket.
+  ASSERT_TRUE(Read(client, 4, buf).ok());
+  EXPECT_EQ(Wrong(buf, 4), 0u);
+}
+
+// A server maps only a sealed memfd, passed with the frame; it refuses anything else with
+// kInval and goes on serving the connection.
+TEST_F(SharedBulkTest, TheServerMapsOnlyASealedMemfd) {
+  Result<int> raw = tf::ConnectRaw(server_->port());
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  ASSERT_TRUE(IsLocalSocket(*raw));
+  EXPECT_EQ(ShareRaw(*raw, -1), Code::kInval);  // no descriptor
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  EXPECT_EQ(ShareRaw(*raw, p[0]), Code::kInval);  // not a memfd
+  close(p[0]);
+  close(p[1]);
+  const int unsealed = memfd_create("unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(unsealed, 1 << 20), 0);
+  EXPECT_EQ(ShareRaw(*raw, unsealed), Code::kInval);  // it could be truncated under the server
+  ASSERT_EQ(fcntl(unsealed, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  EXPECT_EQ(ShareRaw(*raw, unsealed), Code::kOk);
+  close(unsealed);
+  close(*raw);
+}
+
+// On a raw connection that shared a 1 MiB memfd: a descriptor beyond it is a clear error
+// and the connection goes on; one inside it gets the bytes in the memfd and none in the
+// stream.
+TEST_F(SharedBulkTest, ADescriptorOutsideTheRegionIsAnError) {
+  Result<int> raw = tf::ConnectRaw(server_->port());
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  const int mfd = memfd_create("region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(mfd, 1 << 20), 0);
+  ASSERT_EQ(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  ASSERT_EQ(ShareRaw(*raw, mfd), Code::kOk);
+  auto* region =
+      static_cast<uint8_t*>(mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0));
+  ASSERT_NE(region, MAP_FAILED);
+  auto ask = [&](uint64_t descriptor, uint64_t xid) -> Result<tf::Frame> {
+    proto::OstIoRequest req;
+    req.set_offset(6);
+    req.set_length(8192);
+    std::string body;
+    req.SerializeToString(&body);
+    FrameHeader h;
+    h.opcode = proto::OP_OST_READ;
+    h.xid = xid;
+    h.flags = kFlagBulkShared;
+    h.last_committed = descriptor;
+    STRIA_RETURN_IF_ERROR(tf::SendFrame(*raw, h, body, {}));
+    return tf::RecvFrame(*raw);
+  };
+  Result<tf::Frame> bad = ask(PackSharedBulk(1 << 20, 8192), 10);
+  ASSERT_TRUE(bad.ok()) << bad.status().ToString();
+  EXPECT_EQ(static_cast<Code>(bad->h.status), Code::kProtocol);
+  EXPECT_NE(bad->body.find("outside the shared region"), std::string::npos) << bad->body;
+  Result<tf::Frame> good = ask(PackSharedBulk(4096, 8192), 11);
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->h.status, 0);
+  EXPECT_TRUE(good->h.flags & kFlagBulkShared);
+  EXPECT_EQ(good->h.bulk_len, 8192u);
+  EXPECT_EQ(Wrong({region + 4096, 8192}, 6), 0u);
+  munmap(region, 1 << 20);
+  close(mfd);
+  close(*raw);
+}
+
+// Turned off, a server maps nothing, and the client's arena buffers go over the socket.
+TEST_F(SharedBulkTest, OffMeansOverTheSocket) {
+  LndConfig c = CurrentLndConfig();
+  c.local_shared_bulk = false;
+  ConfigureLnds(c);
+  Result<int> raw = tf::ConnectRaw(server_->port());
+  ASSERT_TRUE(raw.ok());
+  const int mfd = memfd_create("region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(mfd, 1 << 20), 0);
+  ASSERT_EQ(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  EXPECT_EQ(ShareRaw(*raw, mfd), Code::kInval);
+  close(mfd);
+  close(*raw);
+  RpcClient client(tf::Loopback(server_->port()), Options());
+  std::span<uint8_t> buf = ArenaBuffer(1 << 20);
+  ASSERT_TRUE(Read(client, 8, buf).ok());
+  EXPECT_EQ(Wrong(buf, 8), 0u);
+  EXPECT_EQ(server_->load().bulk_shared, 0u);
+}
+
+}  // namespace
+}  // namespace stria::lnet
