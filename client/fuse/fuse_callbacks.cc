@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -135,42 +136,46 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   }
 }
 
-// One read buffer per worker thread: the reply is written (copied by the kernel) before the
-// thread takes its next request, so it is reused without allocation. It comes from the
-// shared bulk arena where there is one, so a local OSS reads straight into it.
-std::span<uint8_t> ThreadReadBuffer(size_t size) {
-  struct Held {
-    uint8_t* p = nullptr;
-    size_t cap = 0;
-    bool shared = false;
-    void Release() {
-      if (p == nullptr) return;
-      if (shared) {
-        lnet::BulkArena::Get()->Free(p, cap);
-      } else {
-        lnet::BufferPool::Free(p, cap);
-      }
-      p = nullptr;
+// A READ's reply buffer, for the request's lifetime. From the shared bulk arena where there
+// is one, so that a local OSS reads straight into it (lnet/shared_bulk.h); freed blocks are
+// handed out again last-in first-out, so a mount's reads cycle through as few blocks as it
+// has reads at once, whose pages stay warm (on this project's VM every page's first touches
+// through the OSS's mapping are slow), not through one per libfuse thread.
+class ReadBuffer {
+ public:
+  explicit ReadBuffer(size_t size) : size_(size) {
+    arena_ = lnet::BulkArena::Get();
+    p_ = arena_ != nullptr ? arena_->Allocate(size, &cap_) : nullptr;
+    if (p_ == nullptr) {
+      arena_ = nullptr;
+      p_ = lnet::BufferPool::Allocate(size, &cap_);
     }
-    ~Held() { Release(); }
-  };
-  thread_local Held buf;
-  if (buf.cap < size) {
-    buf.Release();
-    lnet::BulkArena* arena = lnet::BulkArena::Get();
-    buf.p = arena != nullptr ? arena->Allocate(size, &buf.cap) : nullptr;
-    buf.shared = buf.p != nullptr;
-    if (buf.p == nullptr) buf.p = lnet::BufferPool::Allocate(size, &buf.cap);
   }
-  return {buf.p, size};
-}
+  ~ReadBuffer() {
+    if (arena_ != nullptr) {
+      arena_->Free(p_, cap_);
+    } else {
+      lnet::BufferPool::Free(p_, cap_);
+    }
+  }
+  ReadBuffer(const ReadBuffer&) = delete;
+  ReadBuffer& operator=(const ReadBuffer&) = delete;
+  std::span<uint8_t> span() { return {p_, size_}; }
+
+ private:
+  lnet::BulkArena* arena_ = nullptr;
+  uint8_t* p_ = nullptr;
+  size_t cap_ = 0;
+  size_t size_ = 0;
+};
 
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   if (off < 0) return ReplyErr(req, Status(Code::kInval, "negative offset"));
   // Over io_uring, straight into the ring entry that carries the reply.
   std::span<uint8_t> buf = FuseRing::ReplySpace(size);
-  if (buf.empty()) buf = ThreadReadBuffer(size);
-  auto n = Fs(req)->DoRead(Fh(fi), static_cast<uint64_t>(off), buf);
+  std::optional<ReadBuffer> own;
+  if (buf.empty()) buf = own.emplace(std::max<size_t>(size, 1)).span();
+  auto n = Fs(req)->DoRead(Fh(fi), static_cast<uint64_t>(off), buf.first(size));
   if (!n.ok()) return ReplyErr(req, n.status());
   fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);
 }
