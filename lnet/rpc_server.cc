@@ -31,7 +31,7 @@ namespace {
 constexpr uint64_t kListenId = 0;
 constexpr uint64_t kWakeId = 1;
 constexpr uint64_t kLocalListenId = 2;  // the local socket's listener
-// The largest shared bulk arena a server maps for one connection (address space only).
+// The largest shared bulk arena a server maps for one client (address space only).
 constexpr size_t kMaxSharedRegion = size_t{16} << 30;
 
 // One accepted connection. Owned by the connection map; touched by one thread at a time:
@@ -73,6 +73,24 @@ static uint64_t RandomInstance() {
   return v != 0 ? v : 1;
 }
 
+std::span<uint8_t> RpcContext::ReplyBulkRoom(size_t len) {
+  if (len > 0 && bulk_out_shared.size() >= len) {
+    bulk_out_shared_len = 0;  // in place; ReplyBulkFilled says how much
+    return bulk_out_shared.first(len);
+  }
+  bulk_out = Buffer(len);
+  return bulk_out.span();
+}
+
+void RpcContext::ReplyBulkFilled(size_t n, std::optional<uint32_t> crc) {
+  if (bulk_out_shared_len) {
+    bulk_out_shared_len = std::min(n, bulk_out_shared.size());
+    return;
+  }
+  bulk_out.Shrink(n);
+  bulk_out_crc = crc;
+}
+
 FrameHeader ReplyHeader(const FrameHeader& request, const Status& st, std::string* reply,
                         RpcContext* ctx) {
   Buffer* bulk_out = &ctx->bulk_out;
@@ -94,7 +112,7 @@ FrameHeader ReplyHeader(const FrameHeader& request, const Status& st, std::strin
   if (ctx->bulk_out_shared_len) {  // in the client's arena already (lnet/shared_bulk.h)
     *bulk_out = Buffer();
     h.flags |= kFlagBulkShared;
-    h.bulk_len = std::min(*ctx->bulk_out_shared_len, ctx->bulk_out_shared.size());
+    h.bulk_len = *ctx->bulk_out_shared_len;
   } else if (h.bulk_len) {
     h.flags |= kFlagBulkCrc;
     h.bulk_crc = ctx->bulk_out_crc ? *ctx->bulk_out_crc

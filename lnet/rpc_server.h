@@ -82,11 +82,18 @@ struct RpcContext {
   // server computes it.
   std::optional<uint32_t> bulk_out_crc;
   // Where the reply's bulk may go instead: the client's own memory, when a local client
-  // shared its arena and asked for it (lnet/shared_bulk.h); empty otherwise. A handler that
-  // puts its bulk there sets bulk_out_shared_len (at most bulk_out_shared.size()) and
-  // leaves bulk_out empty; nothing then follows the reply in the stream.
+  // shared its arena and asked for it (lnet/shared_bulk.h); empty otherwise. Set once the
+  // bulk is there: how many bytes (nothing then follows the reply in the stream). Handlers
+  // use ReplyBulkRoom and ReplyBulkFilled rather than these.
   std::span<uint8_t> bulk_out_shared;
   std::optional<size_t> bulk_out_shared_len;
+
+  // Where a handler puts a reply bulk of at most len bytes: the client's memory when it
+  // offered room for it (bulk_out_shared), else a fresh bulk_out. ReplyBulkFilled then says
+  // how many bytes it put there, and their crc32c when known (bulk_out_crc; unused in
+  // place, where no crc goes).
+  std::span<uint8_t> ReplyBulkRoom(size_t len);
+  void ReplyBulkFilled(size_t n, std::optional<uint32_t> crc = std::nullopt);
   // A request replayed after a restart (kFlagReplay), and the transno its first reply had.
   bool replay = false;
   uint64_t replay_transno = 0;

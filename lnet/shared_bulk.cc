@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "lnet/buffer.h"
 #include "lnet/lnd.h"
 #include "lnet/socket.h"
 
@@ -99,7 +100,16 @@ uint8_t* BulkArena::Allocate(size_t size, size_t* capacity) {
 
 void BulkArena::Free(uint8_t* p, size_t capacity) {
   if (p == nullptr) return;
+  const auto from = static_cast<uint64_t>(p - base_);
   std::lock_guard lk(state_->mu);
+  for (const auto& [off, end] : state_->detached) {
+    if (from < end && off < from + capacity) {
+      // Partly private now, so never shared again: retired rather than handed out, and its
+      // private pages go back to the system.
+      (void)madvise(p, capacity, MADV_DONTNEED);
+      return;
+    }
+  }
   state_->free[SizeClass(capacity)].push_back(p);
 }
 
@@ -137,6 +147,36 @@ void BulkArena::Detach(void* p, size_t len) {
   (void)fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(*off),
                   static_cast<off_t>(len));
   LOG_DEBUG("shared bulk: detached {} bytes at {}", len, *off);
+}
+
+BulkBlock::BulkBlock(size_t size) : size_(size) {
+  arena_ = BulkArena::Get();
+  p_ = arena_ != nullptr ? arena_->Allocate(size, &cap_) : nullptr;
+  if (p_ == nullptr) {
+    arena_ = nullptr;
+    p_ = BufferPool::Allocate(size, &cap_);
+  }
+}
+
+BulkBlock& BulkBlock::operator=(BulkBlock&& o) noexcept {
+  if (this != &o) {
+    Release();
+    arena_ = std::exchange(o.arena_, nullptr);
+    p_ = std::exchange(o.p_, nullptr);
+    cap_ = std::exchange(o.cap_, 0);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+void BulkBlock::Release() {
+  if (p_ == nullptr) return;
+  if (arena_ != nullptr) {
+    arena_->Free(p_, cap_);
+  } else {
+    BufferPool::Free(p_, cap_);
+  }
+  p_ = nullptr;
 }
 
 uint64_t PackSharedBulk(uint64_t offset, size_t len) {

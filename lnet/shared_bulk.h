@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <utility>
 
 #include "common/status.h"
 
@@ -48,7 +49,8 @@ class BulkArena {
 
   // A page-aligned block of at least `size` bytes from the arena, or null when it is full
   // (the caller then allocates private memory). Blocks are kept by power-of-two size class
-  // when freed and handed out again.
+  // when freed and handed out again, except one that was detached (in part), which is
+  // retired: it could never be shared again.
   uint8_t* Allocate(size_t size, size_t* capacity);
   void Free(uint8_t* p, size_t capacity);
 
@@ -73,9 +75,35 @@ class BulkArena {
   State* state_;  // allocator and detached ranges, behind a mutex (never freed: process-wide)
 };
 
+// A page-aligned block of memory that replies may land in: from the process's arena where
+// there is one with room, else from the BufferPool (then private, and bulk comes over the
+// socket). For buffers a client receives into for as long as it likes: FUSE READ replies,
+// FUSE ring entries. Movable, not copyable.
+class BulkBlock {
+ public:
+  BulkBlock() = default;
+  explicit BulkBlock(size_t size);
+  ~BulkBlock() { Release(); }
+  BulkBlock(BulkBlock&& o) noexcept { *this = std::move(o); }
+  BulkBlock& operator=(BulkBlock&& o) noexcept;
+  BulkBlock(const BulkBlock&) = delete;
+  BulkBlock& operator=(const BulkBlock&) = delete;
+
+  uint8_t* data() const { return p_; }
+  size_t size() const { return size_; }
+  bool shared() const { return arena_ != nullptr; }
+
+ private:
+  void Release();
+  BulkArena* arena_ = nullptr;  // null: from the BufferPool
+  uint8_t* p_ = nullptr;
+  size_t cap_ = 0;
+  size_t size_ = 0;
+};
+
 // The descriptor of shared reply bulk, packed in a request header's last_committed field
-// (unused in requests): the page offset in the arena and the length in pages. Up to 1 TiB
-// of arena and 4 GiB per reply.
+// (unused in requests): the byte offset in the arena in bits 0-39 and the length in pages
+// in bits 40-63. Up to 1 TiB of arena and 64 GiB per reply.
 uint64_t PackSharedBulk(uint64_t offset, size_t len);
 // Unpacks it; kProtocol when it is not page-aligned or does not fit a region of
 // region_size bytes.

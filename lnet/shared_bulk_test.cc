@@ -15,7 +15,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/crc32c.h"
 #include "lnet/lnd.h"
 #include "lnet/rpc_client.h"
 #include "lnet/rpc_server.h"
@@ -55,11 +54,9 @@ class SharedBulkTest : public ::testing::Test {
             std::this_thread::sleep_for(std::chrono::milliseconds(kSlowMs));
           }
           const size_t len = req.length();
-          const bool in_place = ctx.bulk_out_shared.size() >= len;
-          if (!in_place) ctx.bulk_out = Buffer(len);
-          uint8_t* dst = in_place ? ctx.bulk_out_shared.data() : ctx.bulk_out.data();
+          std::span<uint8_t> dst = ctx.ReplyBulkRoom(len);
           for (size_t i = 0; i < len; ++i) dst[i] = Pattern(req.offset(), i);
-          if (in_place) ctx.bulk_out_shared_len = len;
+          ctx.ReplyBulkFilled(len);
           rep->set_length(len);
           return Status::Ok();
         });
@@ -115,12 +112,7 @@ class SharedBulkTest : public ::testing::Test {
     FrameHeader h;
     h.opcode = proto::OP_LNET_SHARE_BULK;
     h.xid = 7;
-    h.body_len = static_cast<uint32_t>(body.size());
-    h.body_crc = Crc32c(body.data(), body.size());
-    uint8_t hdr[kFrameHeaderSize];
-    EncodeHeader(h, hdr);
-    iovec iov[2] = {{hdr, sizeof hdr}, {body.data(), body.size()}};
-    if (!SendAll(raw, iov, 2, tf::Soon(), fd).ok()) return Code::kDisconnected;
+    if (!tf::SendFrame(raw, h, body, {}, 0, fd).ok()) return Code::kDisconnected;
     Result<tf::Frame> reply = tf::RecvFrame(raw);
     return reply.ok() ? static_cast<Code>(reply->h.status) : Code::kDisconnected;
   }
@@ -177,6 +169,13 @@ TEST_F(SharedBulkTest, AReadTheClientGaveUpOnCannotWriteIntoTheBufferLater) {
   // Read again, the detached buffer is served over the socket.
   ASSERT_TRUE(Read(client, 4, buf).ok());
   EXPECT_EQ(Wrong(buf, 4), 0u);
+  // Freed, it is retired: the next block of its size is another, and shared.
+  auto [p, cap] = blocks_.back();
+  blocks_.pop_back();
+  arena_->Free(p, cap);
+  BulkBlock next(buf.size());
+  EXPECT_NE(next.data(), p);
+  EXPECT_TRUE(arena_->Offset(next.data(), next.size()).has_value());
 }
 
 // A server maps only a sealed memfd, passed with the frame; it refuses anything else with
@@ -260,6 +259,40 @@ TEST_F(SharedBulkTest, OffMeansOverTheSocket) {
   ASSERT_TRUE(Read(client, 8, buf).ok());
   EXPECT_EQ(Wrong(buf, 8), 0u);
   EXPECT_EQ(server_->load().bulk_shared, 0u);
+}
+
+// A server maps one arena once, however many connections pass it (each mapping's pages
+// pay their first touches again on this project's VM), and never beyond its limit.
+TEST(SharedRegionTest, OneMappingPerArenaAndNoneBeyondTheLimit) {
+  const int mfd = memfd_create("region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(mfd, 1 << 20), 0);
+  ASSERT_EQ(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+  Result<std::shared_ptr<SharedRegion>> a = SharedRegion::Map(dup(mfd), 1 << 20);
+  Result<std::shared_ptr<SharedRegion>> b = SharedRegion::Map(dup(mfd), 1 << 20);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->get(), b->get());
+  EXPECT_EQ((*a)->size(), 1u << 20);
+  EXPECT_EQ(SharedRegion::Map(dup(mfd), 512 << 10).status().code(), Code::kInval);
+  (*a)->base()[4096] = 42;  // the memfd's pages, as the client sees them
+  a->reset();
+  b->reset();
+  Result<std::shared_ptr<SharedRegion>> c = SharedRegion::Map(dup(mfd), 1 << 20);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ((*c)->base()[4096], 42);
+  close(mfd);
+}
+
+// A block the arena has no room for comes from the BufferPool: private, and its reads go
+// over the socket.
+TEST(BulkBlockTest, BeyondTheArenaABlockIsPrivate) {
+  BulkArena* arena = BulkArena::Create();
+  ASSERT_NE(arena, nullptr);
+  BulkBlock small(1 << 20);
+  EXPECT_TRUE(small.shared());
+  EXPECT_TRUE(arena->Offset(small.data(), small.size()).has_value());
+  BulkBlock huge(arena->size() + 1);  // address space only: never touched
+  EXPECT_FALSE(huge.shared());
+  EXPECT_FALSE(arena->Offset(huge.data(), 1 << 20).has_value());
 }
 
 }  // namespace

@@ -129,6 +129,19 @@ class SplicePipe {
 
 thread_local SplicePipe tls_pipe;
 
+// Steps *iov and *iovcnt past n bytes sent (and past the empty entries after them).
+void ConsumeIov(iovec** iov, int* iovcnt, size_t n) {
+  while (*iovcnt > 0 && n >= (*iov)->iov_len) {
+    n -= (*iov)->iov_len;
+    ++*iov;
+    --*iovcnt;
+  }
+  if (*iovcnt > 0) {
+    (*iov)->iov_base = static_cast<char*>((*iov)->iov_base) + n;
+    (*iov)->iov_len -= n;
+  }
+}
+
 // splice(2) into a socket whose peer has gone raises SIGPIPE, as a send without
 // MSG_NOSIGNAL would; SpliceAll must fail with EPIPE instead, also in processes that keep
 // SIGPIPE's default action (libstria's users). While alive, this thread has SIGPIPE blocked
@@ -276,16 +289,7 @@ Status SendAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline, int p
       }
       return Status(Code::kDisconnected, std::string("send: ") + strerror(errno));
     }
-    size_t left = static_cast<size_t>(n);
-    while (iovcnt > 0 && left >= iov->iov_len) {
-      left -= iov->iov_len;
-      ++iov;
-      --iovcnt;
-    }
-    if (iovcnt > 0) {
-      iov->iov_base = static_cast<char*>(iov->iov_base) + left;
-      iov->iov_len -= left;
-    }
+    ConsumeIov(&iov, &iovcnt, static_cast<size_t>(n));
   }
   return Status::Ok();
 }
@@ -360,16 +364,7 @@ Status SpliceAll(int fd, iovec* iov, int iovcnt, Clock::time_point deadline) {
       tls_pipe.Close();
       return Status(Code::kDisconnected, std::string("splice: ") + strerror(err));
     }
-    for (size_t taken = static_cast<size_t>(in); taken > 0;) {
-      const size_t step = std::min(taken, iov->iov_len);
-      iov->iov_base = static_cast<char*>(iov->iov_base) + step;
-      iov->iov_len -= step;
-      taken -= step;
-      if (iov->iov_len == 0) {
-        ++iov;
-        --iovcnt;
-      }
-    }
+    ConsumeIov(&iov, &iovcnt, static_cast<size_t>(in));
   }
   return iovcnt > 0 ? SendAll(fd, iov, iovcnt, deadline) : Status::Ok();
 }

@@ -28,9 +28,11 @@ inline Nid Loopback(uint16_t port) {
 
 inline Clock::time_point Soon() { return Clock::now() + std::chrono::seconds(5); }
 
-// Sends one frame; `bulk_crc_flip` is xor-ed into the bulk's true crc (0: a correct frame).
+// Sends one frame; `bulk_crc_flip` is xor-ed into the bulk's true crc (0: a correct frame);
+// pass_fd >= 0 goes with it (SCM_RIGHTS, local sockets).
 inline Status SendFrame(int fd, FrameHeader h, const std::string& body,
-                        const std::vector<uint8_t>& bulk, uint32_t bulk_crc_flip = 0) {
+                        const std::vector<uint8_t>& bulk, uint32_t bulk_crc_flip = 0,
+                        int pass_fd = -1) {
   h.body_len = static_cast<uint32_t>(body.size());
   h.body_crc = Crc32c(body.data(), body.size());
   h.bulk_len = bulk.size();
@@ -43,7 +45,7 @@ inline Status SendFrame(int fd, FrameHeader h, const std::string& body,
   iovec iov[3] = {{hdr, sizeof hdr},
                   {const_cast<char*>(body.data()), body.size()},
                   {const_cast<uint8_t*>(bulk.data()), bulk.size()}};
-  return SendAll(fd, iov, bulk.empty() ? 2 : 3, Soon());
+  return SendAll(fd, iov, bulk.empty() ? 2 : 3, Soon(), pass_fd);
 }
 
 struct Frame {

@@ -184,12 +184,9 @@ void OssService::Register(lnet::RpcServer* server) {
                                                   req.length(), kMaxReadBytes));
         }
         STRIA_RETURN_IF_ERROR(CheckRange(req.offset(), req.length()));
-        const auto len = static_cast<size_t>(req.length());
-        // A local client's own memory when it offered it (lnet/shared_bulk.h): the read
+        // In a local client's own memory when it offered it (lnet/shared_bulk.h): the read
         // lands there, by O_DIRECT when aligned, and nothing is copied on either side.
-        const bool in_place = len > 0 && ctx.bulk_out_shared.size() >= len;
-        lnet::Buffer buf(in_place ? 0 : len);
-        const std::span<uint8_t> dst = in_place ? ctx.bulk_out_shared.first(len) : buf.span();
+        const std::span<uint8_t> dst = ctx.ReplyBulkRoom(static_cast<size_t>(req.length()));
         uint64_t object_size = 0;
         bool missing = false;
         uint32_t crc = 0;
@@ -198,13 +195,7 @@ void OssService::Register(lnet::RpcServer* server) {
         t.stats->Count(req.jobid(), kOstRead, t0, kOstReadBytes,
                        n.ok() ? static_cast<int64_t>(*n) : -1);
         STRIA_RETURN_IF_ERROR(Note(n.status(), "read", obj));
-        if (in_place) {
-          ctx.bulk_out_shared_len = *n;
-        } else {
-          buf.Shrink(*n);
-          ctx.bulk_out = std::move(buf);
-          ctx.bulk_out_crc = crc;  // folded from the chunk sums the read verified
-        }
+        ctx.ReplyBulkFilled(*n, crc);  // crc: folded from the chunk sums the read verified
         rep->set_length(*n);
         rep->set_object_size(object_size);
         rep->set_missing(missing);

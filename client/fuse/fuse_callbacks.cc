@@ -5,7 +5,6 @@
 
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,7 +12,6 @@
 #include "client/fuse/fuse_ops.h"
 #include "client/fuse/fuse_ring.h"
 #include "common/log.h"
-#include "lnet/buffer.h"
 #include "lnet/shared_bulk.h"
 
 namespace stria::client::fuse {
@@ -136,46 +134,20 @@ void Create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
   }
 }
 
-// A READ's reply buffer, for the request's lifetime. From the shared bulk arena where there
-// is one, so that a local OSS reads straight into it (lnet/shared_bulk.h); freed blocks are
-// handed out again last-in first-out, so a mount's reads cycle through as few blocks as it
-// has reads at once, whose pages stay warm (on this project's VM every page's first touches
-// through the OSS's mapping are slow), not through one per libfuse thread.
-class ReadBuffer {
- public:
-  explicit ReadBuffer(size_t size) : size_(size) {
-    arena_ = lnet::BulkArena::Get();
-    p_ = arena_ != nullptr ? arena_->Allocate(size, &cap_) : nullptr;
-    if (p_ == nullptr) {
-      arena_ = nullptr;
-      p_ = lnet::BufferPool::Allocate(size, &cap_);
-    }
-  }
-  ~ReadBuffer() {
-    if (arena_ != nullptr) {
-      arena_->Free(p_, cap_);
-    } else {
-      lnet::BufferPool::Free(p_, cap_);
-    }
-  }
-  ReadBuffer(const ReadBuffer&) = delete;
-  ReadBuffer& operator=(const ReadBuffer&) = delete;
-  std::span<uint8_t> span() { return {p_, size_}; }
-
- private:
-  lnet::BulkArena* arena_ = nullptr;
-  uint8_t* p_ = nullptr;
-  size_t cap_ = 0;
-  size_t size_ = 0;
-};
-
 void Read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
   if (off < 0) return ReplyErr(req, Status(Code::kInval, "negative offset"));
   // Over io_uring, straight into the ring entry that carries the reply.
+  // Otherwise into a block for this request alone, from the shared bulk arena where there
+  // is one, so that a local OSS reads straight into it (lnet/shared_bulk.h). Freed blocks
+  // are handed out again last-in first-out: a mount's reads cycle through as many blocks as
+  // it has reads at once, whose pages stay warm, not through one per libfuse thread.
   std::span<uint8_t> buf = FuseRing::ReplySpace(size);
-  std::optional<ReadBuffer> own;
-  if (buf.empty()) buf = own.emplace(std::max<size_t>(size, 1)).span();
-  auto n = Fs(req)->DoRead(Fh(fi), static_cast<uint64_t>(off), buf.first(size));
+  lnet::BulkBlock own;
+  if (buf.empty()) {
+    own = lnet::BulkBlock(std::max<size_t>(size, 1));
+    buf = {own.data(), size};
+  }
+  auto n = Fs(req)->DoRead(Fh(fi), static_cast<uint64_t>(off), buf);
   if (!n.ok()) return ReplyErr(req, n.status());
   fuse_reply_buf(req, reinterpret_cast<const char*>(buf.data()), *n);
 }

@@ -78,7 +78,7 @@ class Worker;
 struct Entry {
   Worker* worker = nullptr;
   RingReqHeader* hdr = nullptr;
-  uint8_t* region = nullptr;  // kHeadroom + payload_cap bytes
+  lnet::BulkBlock region;  // kHeadroom + payload_cap bytes
   uint8_t* payload = nullptr;
   size_t payload_cap = 0;
   uint64_t commit_id = 0;
@@ -87,15 +87,8 @@ struct Entry {
   std::atomic<bool> replied{false};  // the request in it has its answer
   bool deferred = false;  // its handler returned unanswered (worker thread only)
 
-  size_t shared_cap = 0;  // region came from the shared bulk arena, with this capacity
-
   ~Entry() {
     if (hdr != nullptr) munmap(hdr, kPage);
-    if (region != nullptr && shared_cap != 0) {
-      lnet::BulkArena::Get()->Free(region, shared_cap);
-    } else if (region != nullptr) {
-      munmap(region, kHeadroom + payload_cap);
-    }
   }
 };
 
@@ -291,16 +284,8 @@ bool Worker::AddEntry() {
   e->payload_cap = ring_->payload_cap;
   // READ replies are built in the payload: from the shared bulk arena where there is one, a
   // local OSS reads straight into it (lnet/shared_bulk.h).
-  if (lnet::BulkArena* arena = lnet::BulkArena::Get(); arena != nullptr) {
-    e->region = arena->Allocate(kHeadroom + e->payload_cap, &e->shared_cap);
-  }
-  if (e->region == nullptr) {
-    void* r = mmap(nullptr, kHeadroom + e->payload_cap, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (r == MAP_FAILED) return false;
-    e->region = static_cast<uint8_t*>(r);
-  }
-  e->payload = e->region + kHeadroom;
+  e->region = lnet::BulkBlock(kHeadroom + e->payload_cap);
+  e->payload = e->region.data() + kHeadroom;
   e->iov[0] = {e->hdr, sizeof(RingReqHeader)};
   e->iov[1] = {e->payload, e->payload_cap};
   Entry* ep = e.get();
