@@ -3,6 +3,8 @@
 // Locking: mu_ guards the configuration cache and the OST peer table; it is never held
 // across an RPC. RpcClients are never destroyed while the Client lives (an OST whose NID
 // changed keeps its old RpcClient in retired_), so the raw pointers Ost() returns stay valid.
+#include "client/client.h"
+
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -14,9 +16,9 @@
 #include <thread>
 #include <unordered_map>
 
-#include "client/client.h"
-#include "client/jobid.h"
 #include "client/internal/thread_pool.h"
+#include "client/jobid.h"
+#include "client/local_reads.h"
 #include "client/mirror_io.h"
 #include "client/striped_io.h"
 #include "common/log.h"
@@ -82,6 +84,7 @@ class ClientImpl final : public Client, private OstTransport {
         pool_(config_.io_threads),
         io_(this, &pool_, config_.rpc.limits.max_bulk),
         mirrored_(&io_, this, &pool_, config_.mirror_timeout_ms) {
+    io_.set_local_reads(&local_reads_);
     if (config_.rpc.client_uuid.empty()) config_.rpc.client_uuid = RandomUuid();
     config_.rpc.fsname = config_.fsname;
     lnet::ClientOptions mds_opts = config_.rpc;
@@ -194,6 +197,7 @@ class ClientImpl final : public Client, private OstTransport {
     return mirrored_.GlimpseSize(layout, capas);
   }
   const MirrorStats& mirror_stats() const override { return mirrored_.stats(); }
+  const LocalReads& local_reads() const override { return local_reads_; }
 
   ClientTunables& tunables() override { return tunables_; }
 
@@ -370,6 +374,7 @@ class ClientImpl final : public Client, private OstTransport {
 
   ClientTunables tunables_;
   internal::ThreadPool pool_;
+  LocalReads local_reads_{this, &tunables_};
   StripedIo io_;
   MirroredIo mirrored_;  // over io_: mirrored layouts (client/mirror_io.h)
 };

@@ -28,6 +28,7 @@ namespace stria::client {
 
 class OpenCapas;
 struct MirrorStats;
+class LocalReads;
 
 struct ClientConfig {
   std::vector<lnet::Nid> mgs_nids;    // the MGS (co-located with the MDS); first reachable wins
@@ -115,6 +116,9 @@ class Client {
 
   // What the mirror code counted (failovers, damaged reads, stale marks).
   virtual const MirrorStats& mirror_stats() const = 0;
+  // Object reads served from an OST's files on this host, and those handed back to the OSS
+  // (client/local_reads.h).
+  virtual const LocalReads& local_reads() const = 0;
 
   // Per-OST usage (lfs df), in OST index order; an unreachable OST is skipped. With
   // `wait_all` (a nolazystatfs mount) only active OSTs are asked, each is resent to until it

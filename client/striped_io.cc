@@ -1,7 +1,5 @@
 #include "client/striped_io.h"
 
-#include "client/jobid.h"
-
 #include <sys/uio.h>
 
 #include <algorithm>
@@ -12,6 +10,8 @@
 
 #include "client/capa.h"
 #include "client/internal/thread_pool.h"
+#include "client/jobid.h"
+#include "client/local_reads.h"
 #include "proto/layout_components.h"
 
 namespace stria::client {
@@ -113,6 +113,14 @@ Status StripedIo::Call(uint32_t ost_idx, uint16_t opcode, const Req& req, Rep* r
     return Status(Code::kProtocol, "OST reply does not parse as " + rep->GetTypeName());
   }
   return Status::Ok();
+}
+
+bool StripedIo::CapableLocally(OpenCapas* capas, const proto::ObjectId& obj) {
+  if (capas == nullptr || !capas->keyed()) return true;
+  // A keyed cluster: only with a capability to read the object that the OSS would accept.
+  proto::Capability capa;
+  uint64_t gen = 0;
+  return capas->Fill(obj, &capa, &gen) && !capas->RenewDue();
 }
 
 template <typename Req, typename Rep>
@@ -237,6 +245,11 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
     *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
     req.set_offset(io.obj_offset);
     req.set_length(ask);
+    if (local_ != nullptr && CapableLocally(capas, req.object()) &&
+        local_->TryRead(req.object(), io.obj_offset, std::span<uint8_t>(dst, ask), &got)) {
+      if (got < io.length) std::memset(dst + got, 0, io.length - got);
+      return Status::Ok();
+    }
     proto::OstIoReply rep;
     Status st = CallObject(capas, proto::OP_OST_READ, req, &rep, bulk, deadline_ms);
     if (st.code() == Code::kNoEnt) {

@@ -38,6 +38,7 @@ namespace internal {
 class ThreadPool;
 }
 class OpenCapas;
+class LocalReads;
 
 enum class IoKind { kRead, kWrite };
 
@@ -105,6 +106,9 @@ class StripedIo {
   Result<uint64_t> GlimpseSize(const proto::Layout& layout, OpenCapas* capas = nullptr,
                                int deadline_ms = -1);
 
+  // Small object reads try `local` first (client/local_reads.h); null: none do. Set before use.
+  void set_local_reads(LocalReads* local) { local_ = local; }
+
  private:
   // One RPC of a call, with the plain layout whose object it addresses (on_mdt: the bytes
   // io.obj_offset.. are file bytes of the Data-on-MDT component; io.stripe is 0).
@@ -136,12 +140,16 @@ class StripedIo {
   template <typename Req, typename Rep>
   Status CallObject(OpenCapas* capas, uint16_t opcode, Req& req, Rep* rep,
                     const lnet::CallBulk& bulk = {}, int deadline_ms = -1);
+  // Whether a read of `obj` may skip the OSS: always on a cluster without capabilities, else
+  // only with a current one for it.
+  static bool CapableLocally(OpenCapas* capas, const proto::ObjectId& obj);
   template <typename Req, typename Rep>
   Status CallMds(uint16_t opcode, const Req& req, Rep* rep, const lnet::CallBulk& bulk = {});
 
   OstTransport* const transport_;
   internal::ThreadPool* const pool_;
   const uint64_t max_rpc_bytes_;
+  LocalReads* local_ = nullptr;
 };
 
 }  // namespace stria::client

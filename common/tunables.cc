@@ -9,6 +9,8 @@ constexpr TunableSpec kTunables[] = {
     {"osc", "max_rpcs_in_flight", 1, 256, 8, "RPCs"},
     {"osc", "max_dirty_mb", 0, 2048, 8, "MiB"},
     {"osc", "checksums", 0, 1, 1, "0 or 1"},
+    // Stria's own: small reads of an OST served from this host read its files (local_reads.h).
+    {"osc", "local_reads", 0, 1, 1, "0 or 1"},
     {"llite", "max_read_ahead_mb", 0, 1024, 8, "MiB"},
 };
 

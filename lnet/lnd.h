@@ -53,6 +53,10 @@ struct LndConfig {
   // Reply bulk from a local server lands straight in the client's shared arena
   // (lnet/shared_bulk.h). STRIA_LNET_SHARED=0 in the environment turns it off, to compare.
   bool local_shared_bulk = true;
+  // Small reads of objects on an OST served from this host read its object files directly
+  // (client/local_reads.h). STRIA_LOCAL_READS=0 in the environment turns it off on a
+  // client (it reads over the socket) or an OSS (it refuses OP_OST_LOCAL_ACCESS).
+  bool local_reads = true;
 };
 
 // Sets the process-wide configuration (a daemon's --lnet-fallback, a mount's options).
@@ -64,6 +68,8 @@ LndConfig CurrentLndConfig();
 bool LocalZeroCopyEnabled();
 // CurrentLndConfig().local_shared_bulk (asked once per connection).
 bool LocalSharedBulkEnabled();
+// CurrentLndConfig().local_reads.
+bool LocalReadsEnabled();
 
 // "tcp" or "none". EINVAL naming the accepted values otherwise.
 Result<LndFallback> ParseLndFallback(std::string_view text);

@@ -266,6 +266,7 @@ class RpcServer::Impl : public RequestHandler {
       auto c = std::make_shared<Conn>();
       c->fd = fd;
       c->local = listen_fd == local_fd_;
+      c->session.local = c->local;
       c->session.peer = PeerName(fd);
       {
         std::lock_guard lk(conns_mu_);
@@ -431,6 +432,7 @@ class RpcServer::Impl : public RequestHandler {
     }
     ctx->peer = s.peer;
     ctx->lnd = s.lnd;
+    ctx->local_peer = s.local;
     ctx->client_uuid = s.client_uuid;
     ctx->xid = h.xid;
     ctx->opcode = h.opcode;

@@ -67,6 +67,7 @@ struct ServerOptions {
 struct RpcContext {
   std::string peer;                       // "127.0.0.1:41234"
   Lnd lnd = Lnd::kTcp;                    // the LND carrying the connection
+  bool local_peer = false;                // the peer came over the local socket (this host)
   std::string client_uuid;                // from the connection's CONNECT
   uint64_t xid = 0;
   uint16_t opcode = 0;

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace stria::oss {
 
@@ -29,6 +30,14 @@ enum class ObjectFormat : uint32_t {
   kSidecar = 1,
   kInline = 2,
 };
+
+// Object (group, id) is the file O/<group>/d<id % kObjectSubdirs>/<id> under its OST's
+// directory (oss/object_store.h).
+inline constexpr uint64_t kObjectSubdirs = 32;
+inline std::string ObjectRelPath(uint64_t group, uint64_t id) {
+  return "O/" + std::to_string(group) + "/d" + std::to_string(id % kObjectSubdirs) + "/" +
+         std::to_string(id);
+}
 
 // What FormatOst gives a new OST.
 inline constexpr ObjectFormat kNewOstObjectFormat = ObjectFormat::kInline;

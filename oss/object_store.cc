@@ -28,7 +28,7 @@ using internal::ObjKeyHash;
 
 namespace {
 
-constexpr uint64_t kSubdirs = 32;
+constexpr uint64_t kSubdirs = kObjectSubdirs;
 
 // EINVAL unless [offset, offset+length) lies inside [0, kMaxFileSize].
 // Whether I/O of `size` bytes at `offset` from or into `mem` may use O_DIRECT: aligned to
@@ -92,9 +92,7 @@ ObjectStore::~ObjectStore() {
   close(root_fd_);
 }
 
-std::string ObjectStore::RelPath(uint64_t group, uint64_t id) {
-  return fmt::format("O/{}/d{}/{}", group, id % kSubdirs, id);
-}
+std::string ObjectStore::RelPath(uint64_t group, uint64_t id) { return ObjectRelPath(group, id); }
 
 std::string ObjectStore::CrcPath(uint64_t group, uint64_t id) {
   return RelPath(group, id) + ".crc";

@@ -1,12 +1,15 @@
 #include "oss/oss_service.h"
 
-#include <mutex>
-
 #include <fmt/format.h>
+
+#include <climits>
+#include <cstdlib>
+#include <mutex>
 
 #include "common/layout.h"
 #include "common/log.h"
 #include "lnet/buffer.h"
+#include "lnet/lnd.h"
 #include "lnet/stats_service.h"
 #include "oss/ost_scrub.h"
 #include "proto/stria.pb.h"
@@ -291,6 +294,29 @@ void OssService::Register(lnet::RpcServer* server) {
         rep->set_bavail(s.bavail);
         rep->set_files(s.files);
         rep->set_ffree(s.ffree);
+        return Status::Ok();
+      });
+
+  // A client on this host may read small pieces of objects from the files themselves
+  // (client/local_reads.h): it learns where they are here. Nothing is opened for it: it
+  // opens the files with its own credentials, and verifies their checksums itself.
+  server->Register<proto::OstLocalAccessRequest, proto::OstLocalAccessReply>(
+      proto::OP_OST_LOCAL_ACCESS, [this](RpcContext& ctx, const proto::OstLocalAccessRequest& req,
+                                         proto::OstLocalAccessReply* rep) {
+        if (!ctx.local_peer) {
+          return Status(Code::kInval, "local access is for clients on this host");
+        }
+        if (!lnet::LocalReadsEnabled()) {
+          return Status(Code::kInval, "local reads are off on this OSS (STRIA_LOCAL_READS=0)");
+        }
+        STRIA_ASSIGN_OR_RETURN(Target t, FindTarget(req.ost_idx()));
+        char real[PATH_MAX];
+        if (realpath(t.store->dir().c_str(), real) == nullptr) {
+          return ErrnoStatus("resolve OST directory " + t.store->dir(), errno);
+        }
+        rep->set_dir(real);
+        rep->set_uuid(t.store->meta().uuid);
+        rep->set_object_format(static_cast<uint32_t>(t.store->meta().object_format));
         return Status::Ok();
       });
 

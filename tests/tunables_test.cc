@@ -98,6 +98,36 @@ class TunablesTest : public ::testing::Test {
     return std::stoull(r.out.substr(at + sample.size() + 1));
   }
 
+  struct LocalCounts {
+    uint64_t reads = 0, fallbacks = 0;
+  };
+  // This mount's llite.*.local_reads.
+  static LocalCounts LocalReadCounts() {
+    CommandResult r = Lctl({"get_param", "-n", "llite.tunfs-*.local_reads"});
+    std::smatch m;
+    LocalCounts c;
+    EXPECT_TRUE(std::regex_search(r.out, m, std::regex("reads: ([0-9]+)\nfallbacks: ([0-9]+)")))
+        << r.out << r.err;
+    if (m.size() == 3) {
+      c.reads = std::stoull(m[1]);
+      c.fallbacks = std::stoull(m[2]);
+    }
+    return c;
+  }
+
+  // The read RPCs the OST has served (obdfilter.*.stats `read_bytes` samples).
+  static uint64_t OssReadSamples() {
+    CommandResult r = Lctl({"get_param", "-n", "obdfilter.tunfs-OST0000.stats"});
+    std::smatch m;
+    if (!std::regex_search(r.out, m, std::regex("(^|\n)read_bytes +([0-9]+) samples"))) return 0;
+    return std::stoull(m[2]);
+  }
+
+  static CommandResult Lfs(std::vector<std::string> args) {
+    args.insert(args.begin(), BinPath("lfs"));
+    return RunCommand(args);
+  }
+
   // The `read` samples of this mount's llite stats.
   static uint64_t LliteReads() {
     CommandResult r = Lctl({"get_param", "-n", "llite.tunfs-*.stats"});
@@ -174,6 +204,11 @@ TEST_F(TunablesTest, ChecksumsOffSendsWriteBulksWithoutCrc) {
 // each read's bytes in the mount's shared arena, and they are the bytes written.
 TEST_F(TunablesTest, ColdReadsFromAnOssOnThisHostLandInTheMountsBuffers) {
   const std::string shared = "stria_rpc_bulk_replies_shared_total{service=\"ost\"}";
+  // Reads from the OSS, not from its files (the next test).
+  ASSERT_EQ(SetLocal("osc.*.local_reads", "0"), 0);
+  struct Restore {
+    ~Restore() { SetLocal("osc.*.local_reads", "1"); }
+  } restore;
   for (size_t size : {size_t{3} << 20, size_t{100'000}}) {
     const std::string path = Mnt() + "/shared-" + std::to_string(size);
     const std::vector<uint8_t> data = Pattern(size, size);
@@ -188,6 +223,76 @@ TEST_F(TunablesTest, ColdReadsFromAnOssOnThisHostLandInTheMountsBuffers) {
     EXPECT_EQ(FirstDiff(back, data), -1) << size;
     EXPECT_GT(OssMetric(shared), before) << size;
   }
+}
+
+// Small reads of an OST this host serves read its object file (client/local_reads.h): the
+// OSS serves none of them, the bytes are the ones written, and a chunk damaged on disk is
+// still refused, by the OSS that the client hands the read to.
+TEST_F(TunablesTest, SmallReadsOfAnOstOnThisHostReadItsFilesAndTheOssJudgesDamage) {
+  const std::string path = Mnt() + "/local-small";
+  const std::vector<uint8_t> data = Pattern(300'000, 21);
+  ASSERT_EQ(WriteFile(path, data, 1 << 20, /*fsync_it=*/true), 0);
+  auto drop_pages = [&] {
+    const int fd = open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    close(fd);
+  };
+  // 4 KiB reads that bypass the page cache, as a random reader's: (pread result, bytes).
+  auto read_4k = [&](off_t offset) {
+    const int fd = open(path.c_str(), O_RDONLY | O_DIRECT);
+    EXPECT_GE(fd, 0);
+    void* p = nullptr;
+    EXPECT_EQ(posix_memalign(&p, 4096, 4096), 0);
+    const ssize_t n = pread(fd, p, 4096, offset);
+    const int err = errno;
+    std::vector<uint8_t> got(static_cast<uint8_t*>(p),
+                             static_cast<uint8_t*>(p) + std::max<ssize_t>(n, 0));
+    free(p);
+    close(fd);
+    return std::make_pair(n < 0 ? -err : n, got);
+  };
+  auto expect_data = [&](off_t offset) {
+    auto [n, got] = read_4k(offset);
+    const size_t want = std::min<size_t>(4096, data.size() - static_cast<size_t>(offset));
+    ASSERT_EQ(n, static_cast<ssize_t>(want)) << offset;
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), data.begin() + offset)) << offset;
+  };
+
+  drop_pages();
+  const LocalCounts c0 = LocalReadCounts();
+  const uint64_t oss0 = OssReadSamples();
+  std::vector<uint8_t> back;
+  ASSERT_EQ(ReadFile(path, &back), 0);  // the whole file, cold
+  EXPECT_EQ(FirstDiff(back, data), -1);
+  for (off_t at : {0L, 4096L * 17, 4096L * 73}) expect_data(at);  // 73: the last, partial chunk
+  const LocalCounts c1 = LocalReadCounts();
+  EXPECT_GE(c1.reads - c0.reads, 4u);
+  EXPECT_EQ(c1.fallbacks, c0.fallbacks);
+  EXPECT_EQ(OssReadSamples(), oss0) << "the OSS served reads this host could do itself";
+
+  // Damage chunk 17 on disk: the local check fails, the client asks the OSS, the OSS refuses.
+  CommandResult r = Lfs({"getstripe", "-y", path});
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("l_fid: *0x[0-9a-f]+:0x([0-9a-f]+):0x0")))
+      << r.out;
+  const uint64_t id = std::stoull(m[1], nullptr, 16);
+  ASSERT_EQ(FlipBit(ObjectFilePath(cluster_->ost_dir(0), id), ObjectFileOffset(4096 * 17 + 5)), 0);
+  drop_pages();
+  EXPECT_EQ(read_4k(4096 * 17).first, -EIO);
+  const LocalCounts c2 = LocalReadCounts();
+  EXPECT_GT(c2.fallbacks, c1.fallbacks);  // the EIO is the OSS's: a local read never fails
+  expect_data(4096 * 18);                 // the chunks around it still read, here
+  EXPECT_GT(LocalReadCounts().reads, c2.reads);
+
+  // Switched off, every read goes to the OSS.
+  ASSERT_EQ(SetLocal("osc.*.local_reads", "0"), 0);
+  const LocalCounts c3 = LocalReadCounts();
+  const uint64_t oss3 = OssReadSamples();
+  expect_data(4096 * 30);
+  EXPECT_EQ(LocalReadCounts().reads, c3.reads);
+  EXPECT_GT(OssReadSamples(), oss3);
+  ASSERT_EQ(SetLocal("osc.*.local_reads", "1"), 0);
 }
 
 TEST_F(TunablesTest, MaxDirtyMbZeroMakesWritesSynchronous) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "client/fuse/fuse_ops.h"
+#include "client/local_reads.h"
 #include "client/mirror_io.h"
 #include "common/tunables.h"
 
@@ -41,6 +42,10 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
            "\nstale_marks: " + std::to_string(m->stale_marks.load()) +
            "\ndegraded_writes: " + std::to_string(m->degraded_writes.load()) + "\n";
   };
+  const LocalReads* lr = &client_->local_reads();
+  out[llite + ".local_reads"] = [lr] {
+    return fmt::format("reads: {}\nfallbacks: {}\n", lr->reads(), lr->fallbacks());
+  };
   out[llite + ".close_batches"] = [this] {
     const CloseBatcher::Counters c = closes_.counters();
     return fmt::format("gathered: {}\nbatches: {}\nfailed: {}\nflushes: {}\n", c.gathered,
@@ -62,7 +67,7 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
     OscStats* s = stats;
     out[osc + ".rpc_stats"] = [s] { return s->Format(); };
     if (clears) (*clears)[osc + ".rpc_stats"] = [s] { s->Clear(); };
-    for (const char* n : {"max_rpcs_in_flight", "max_dirty_mb", "checksums"}) {
+    for (const char* n : {"max_rpcs_in_flight", "max_dirty_mb", "checksums", "local_reads"}) {
       out[osc + "." + n] = [t, n] { return std::to_string(t->Get(n)); };
     }
   }

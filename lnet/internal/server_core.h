@@ -28,6 +28,7 @@ namespace stria::lnet {
 struct ServerSession {
   std::string peer;         // "ADDR:PORT"
   Lnd lnd = Lnd::kTcp;      // the LND carrying the connection
+  bool local = false;       // over the local socket: the peer runs on this host
   std::string client_uuid;  // from CONNECT
   bool connected = false;   // CONNECT received (and, with a cluster key, OP_AUTH passed)
   // With a cluster key: between CONNECT and OP_AUTH, the nonces and the client's role.

@@ -1,0 +1,257 @@
+#include "client/local_reads.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstring>
+#include <string_view>
+
+#include "client/osc_stats.h"
+#include "client/striped_io.h"
+#include "common/crc32c.h"
+#include "common/log.h"
+#include "lnet/lnd.h"
+#include "oss/object_format.h"
+
+namespace stria::client {
+
+namespace {
+
+using oss::kCrcBlockBytes;
+using oss::kCrcChunk;
+using oss::kCrcEntryBytes;
+using oss::kGroupDataBytes;
+
+class FileCloser {
+ public:
+  explicit FileCloser(int fd) : fd_(fd) {}
+  ~FileCloser() { close(fd_); }
+  FileCloser(const FileCloser&) = delete;
+  FileCloser& operator=(const FileCloser&) = delete;
+
+ private:
+  int fd_;
+};
+
+// Reads exactly the iovecs' bytes at `pos`, retrying short reads; how many it got (fewer only
+// at the end of the file), or -1.
+ssize_t PreadvFull(int fd, iovec* iov, int n, off_t pos) {
+  size_t total = 0;
+  while (n > 0) {
+    const ssize_t r = preadv(fd, iov, n, pos);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    total += static_cast<size_t>(r);
+    pos += r;
+    size_t left = static_cast<size_t>(r);
+    while (n > 0 && left >= iov->iov_len) {
+      left -= iov->iov_len;
+      ++iov;
+      --n;
+    }
+    if (n > 0) {
+      iov->iov_base = static_cast<uint8_t*>(iov->iov_base) + left;
+      iov->iov_len -= left;
+    }
+  }
+  return static_cast<ssize_t>(total);
+}
+
+bool SameFile(int a, int b) {
+  struct stat x, y;
+  return fstat(a, &x) == 0 && fstat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+// The value of `key=` in an ost.meta, or "".
+std::string MetaValue(std::string_view text, std::string_view key) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view line = text.substr(pos, end - pos);
+    if (line.size() > key.size() && line.starts_with(key) && line[key.size()] == '=') {
+      return std::string(line.substr(key.size() + 1));
+    }
+    pos = end + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+LocalReads::~LocalReads() {
+  for (auto& [idx, o] : osts_) {
+    if (o.dir_fd >= 0) close(o.dir_fd);
+  }
+  for (int fd : retired_) close(fd);
+}
+
+Result<int> LocalReads::OpenOstDir(const std::string& dir, const std::string& uuid) {
+  if (dir.empty() || dir[0] != '/') return Status(Code::kInval, "OST directory is not absolute");
+  const int fd = open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus("open OST directory " + dir, errno);
+  const int meta = openat(fd, "ost.meta", O_RDONLY | O_CLOEXEC);
+  if (meta < 0) {
+    Status st = ErrnoStatus("open " + dir + "/ost.meta", errno);
+    close(fd);
+    return st;
+  }
+  std::array<char, 4096> text{};
+  const ssize_t n = pread(meta, text.data(), text.size(), 0);
+  close(meta);
+  const std::string found =
+      n > 0 ? MetaValue(std::string_view(text.data(), static_cast<size_t>(n)), "uuid") : "";
+  if (found.empty() || found != uuid) {
+    close(fd);
+    return Status(Code::kStale, dir + " holds OST " + (found.empty() ? "?" : found) +
+                                    ", not the OSS's " + uuid + " (another host's directory)");
+  }
+  return fd;
+}
+
+int LocalReads::Resolve(uint32_t ost_idx) {
+  proto::OstLocalAccessRequest req;
+  req.set_ost_idx(ost_idx);
+  std::string body, reply;
+  req.SerializeToString(&body);
+  Status st = transport_->OstCallRaw(ost_idx, proto::OP_OST_LOCAL_ACCESS, body, &reply, {});
+  proto::OstLocalAccessReply rep;
+  if (st.ok() && !rep.ParseFromString(reply)) {
+    st = Status(Code::kProtocol, "OST local access reply does not parse");
+  }
+  if (st.ok() && rep.object_format() != static_cast<uint32_t>(oss::ObjectFormat::kInline)) {
+    st = Status(Code::kInval, "its checksums are in sidecar files");
+  }
+  Result<int> fd = st.ok() ? OpenOstDir(rep.dir(), rep.uuid()) : Result<int>(st);
+  if (!fd.ok()) {
+    LOG_DEBUG("OST {}: reads go to the OSS: {}", ost_idx, fd.status().message());
+    return -1;
+  }
+  LOG_DEBUG("OST {}: small reads from {} on this host", ost_idx, rep.dir());
+  return *fd;
+}
+
+int LocalReads::OstDir(uint32_t ost_idx) {
+  const auto now = std::chrono::steady_clock::now();
+  {
+    std::lock_guard lock(mu_);
+    auto it = osts_.find(ost_idx);
+    if (it != osts_.end() && now - it->second.checked < kRecheckInterval) {
+      return it->second.forbidden ? -1 : it->second.dir_fd;
+    }
+    // This thread asks; meanwhile the others go on with what is known (at first: the OSS).
+    Ost& o = osts_[ost_idx];
+    o.checked = now;
+  }
+  int fd = Resolve(ost_idx);
+  std::lock_guard lock(mu_);
+  Ost& o = osts_[ost_idx];
+  o.checked = std::chrono::steady_clock::now();
+  o.forbidden = false;  // tried again
+  if (fd >= 0 && o.dir_fd >= 0 && SameFile(fd, o.dir_fd)) {
+    close(fd);  // unchanged: readers keep the descriptor they have
+    return o.dir_fd;
+  }
+  // Another thread may be reading under the old descriptor: it stays open, retired (one per
+  // move of an OST, or per loss and return of its OSS, over the process's life).
+  if (o.dir_fd >= 0) retired_.push_back(o.dir_fd);
+  o.dir_fd = fd;
+  return fd;
+}
+
+void LocalReads::Forbidden(uint32_t ost_idx) {
+  std::lock_guard lock(mu_);
+  Ost& o = osts_[ost_idx];
+  if (!o.forbidden) LOG_DEBUG("OST {}: this process may not read its files", ost_idx);
+  o.forbidden = true;
+}
+
+bool LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<uint8_t> buf,
+                         size_t* got) {
+  const size_t len = buf.size();
+  if (len == 0 || len > kMaxLocalReadBytes || offset % kCrcChunk != 0 ||
+      offset / kGroupDataBytes != (offset + len - 1) / kGroupDataBytes ||
+      !lnet::LocalReadsEnabled() || (tunables_ != nullptr && tunables_->Get("local_reads") == 0)) {
+    return false;
+  }
+  const int dir_fd = OstDir(obj.ost_idx());
+  if (dir_fd < 0) return false;
+  const std::string rel = oss::ObjectRelPath(obj.group(), obj.object_id());
+  const int fd = openat(dir_fd, rel.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    // A process that may not read the OST's files (a user's, through libstria) reads over
+    // the socket until the next check; a missing object is the OSS's to explain
+    // (OstIoReply::missing).
+    if (errno == EACCES || errno == EPERM) Forbidden(obj.ost_idx());
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  FileCloser closer(fd);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  const uint64_t size = oss::InlineObjectSize(static_cast<uint64_t>(st.st_size));
+  if (offset >= size) {
+    *got = 0;
+    reads_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  const size_t want = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
+  // A chunk the read covers only in part is checked by the OSS, which reads it whole.
+  if (want % kCrcChunk != 0 && offset + want != size) return false;
+  const uint64_t first = offset / kCrcChunk;
+  const size_t chunks = (want + kCrcChunk - 1) / kCrcChunk;
+  thread_local std::array<uint32_t, kCrcBlockBytes / kCrcEntryBytes> crcs;
+  ssize_t n;
+  if (offset % kGroupDataBytes == 0) {
+    // From a group's start: its checksum block and its bytes are adjacent, one read.
+    iovec iov[2] = {{crcs.data(), kCrcBlockBytes}, {buf.data(), want}};
+    n = PreadvFull(fd, iov, 2, static_cast<off_t>(oss::InlineCrcPos(first)));
+    n = n >= static_cast<ssize_t>(kCrcBlockBytes) ? n - static_cast<ssize_t>(kCrcBlockBytes) : -1;
+  } else {
+    iovec c = {crcs.data(), chunks * kCrcEntryBytes};
+    iovec d = {buf.data(), want};
+    n = PreadvFull(fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first))) ==
+                static_cast<ssize_t>(chunks * kCrcEntryBytes)
+            ? PreadvFull(fd, &d, 1, static_cast<off_t>(oss::InlineDataPos(offset)))
+            : -1;
+  }
+  if (n != static_cast<ssize_t>(want)) {  // an error, or the object shrank meanwhile
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  static const std::array<uint8_t, kCrcChunk> kZeros{};
+  for (size_t i = 0; i < chunks; ++i) {
+    uint32_t stored;
+    std::memcpy(&stored, &crcs[i], sizeof stored);  // little-endian, as this host
+    if (stored == 0) continue;                      // no checksum: a hole, reads as zeros
+    const size_t lo = i * kCrcChunk;
+    const size_t bytes = std::min<size_t>(kCrcChunk, want - lo);
+    uint32_t crc = Crc32c(buf.data() + lo, bytes);
+    if (bytes < kCrcChunk) crc = Crc32c(kZeros.data(), kCrcChunk - bytes, crc);
+    if (crc != stored) {
+      // Damage, or a write landing now: the OSS decides, under its locks.
+      fallbacks_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+  }
+  // The file still is that object: a destroy between the open and the reads (its file
+  // emptied and taken back into the OST's pool, to become another object) has moved it.
+  struct stat now;
+  if (fstatat(dir_fd, rel.c_str(), &now, 0) != 0 || now.st_ino != st.st_ino ||
+      now.st_dev != st.st_dev) {
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  *got = want;
+  reads_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace stria::client

@@ -1,0 +1,109 @@
+// LocalReads: small reads of objects on an OST that is served from this host, straight from
+// the OST's object files, without a round trip to the OSS (HDFS's short-circuit local reads).
+//
+// Why: on a host that runs both a client and an OSS (a compute node whose NVMe is an OST), a
+// 4 KiB random read or a small file's read costs the OSS a wake-up, a receive, an io_uring
+// submission and a send, and the client a second wake-up, on top of the disk read itself.
+// Reading the file in the client's own thread costs the disk read and the checksum check.
+//
+// How:
+//  - On its first read from an OST, the client asks the OSS where the OST lives
+//    (OP_OST_LOCAL_ACCESS, answered only over the local socket, so only to a peer on the
+//    OSS's host). It opens that directory and reads its ost.meta: only when the uuid there is
+//    the one the OSS named, and the OST keeps its checksums inside the object files
+//    (ObjectFormat::kInline), are reads from it served here. Otherwise, or when the OSS
+//    refuses, every read of that OST goes over the socket. The answer is asked again after
+//    kRecheckInterval, so an OST that moves is followed.
+//  - A read qualifies when it starts on a 4 KiB chunk, is at most kMaxLocalReadBytes, stays in
+//    one 4 MiB group of the object (object_format.h), and ends on a chunk boundary or at the
+//    object's end. The client opens the object file with its own credentials (a process that
+//    may not read the OST's files reads over the socket), reads the checksums of the chunks
+//    and the bytes, and verifies every chunk as the OSS would (oss/internal/chunk_crc.h).
+//  - Anything unusual goes to the OSS instead, which stays the authority: an object file
+//    that does not exist (the OSS says whether the object is missing), a short read, a chunk
+//    whose checksum does not match (a damaged chunk, or a write landing now; the OSS locks
+//    against writes and answers kCorrupt for real damage), any error.
+//
+// What a local read sees is what the OSS would return at that instant: acknowledged writes
+// are in the object file (the page cache is the host's), and a write in progress fails the
+// checksum check, which sends the read to the OSS. (Except into a chunk never written, which
+// has no checksum: a read racing that write may see part of it, as on a local file system.)
+// The file is opened for each read, never kept, and after the read its path must still name
+// it: an object destroyed meanwhile, its file taken back into the OST's pool to become another
+// object, sends the read to the OSS.
+//
+// Switches: `lctl set_param osc.*.local_reads=0` on a client (its ClientTunables), or
+// STRIA_LOCAL_READS=0 (lnet::LndConfig::local_reads) in a client's or an OSS's environment.
+// Thread-safety: thread-safe; per-OST state behind one mutex, taken briefly per read.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "proto/stria.pb.h"
+
+namespace stria::client {
+
+class OstTransport;
+class ClientTunables;
+
+inline constexpr size_t kMaxLocalReadBytes = 256 * 1024;
+
+class LocalReads {
+ public:
+  static constexpr std::chrono::seconds kRecheckInterval{10};
+
+  // `tunables` (osc.*.local_reads) may be null: always on.
+  LocalReads(OstTransport* transport, const ClientTunables* tunables)
+      : transport_(transport), tunables_(tunables) {}
+  ~LocalReads();
+  LocalReads(const LocalReads&) = delete;
+  LocalReads& operator=(const LocalReads&) = delete;
+
+  // Reads object bytes [offset, offset + buf.size()) of `obj` from its file when the OST is
+  // local and the read qualifies (above). True: done, *got bytes lie below the object's end
+  // (the rest of buf is untouched), as OP_OST_READ would answer. False: not done here (send
+  // it to the OSS).
+  bool TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<uint8_t> buf, size_t* got);
+
+  // Reads served here, and qualifying reads handed back to the OSS after a look at the file
+  // (a missing object, a checksum that did not match, an error).
+  uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
+  uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
+
+  // Checks that `dir` is the OST named by `uuid` (its ost.meta says so) and opens it
+  // (O_PATH): the descriptor, or an error saying why not. For tests and OstFor.
+  static Result<int> OpenOstDir(const std::string& dir, const std::string& uuid);
+
+ private:
+  struct Ost {
+    int dir_fd = -1;         // -1: reads go to the OSS
+    bool forbidden = false;  // this process may not open the files: reads go to the OSS
+    std::chrono::steady_clock::time_point checked;
+  };
+  // The OST's directory descriptor (valid for the Client's life), asking the OSS when not
+  // known or due; -1 when the OST is not readable here.
+  int OstDir(uint32_t ost_idx);
+  // Turns reads from OST `ost_idx` off until its next check: this process may not open the
+  // files there.
+  void Forbidden(uint32_t ost_idx);
+  // Asks the OSS and checks its answer: the directory descriptor, or -1 (why: at debug level).
+  int Resolve(uint32_t ost_idx);
+
+  OstTransport* const transport_;
+  const ClientTunables* const tunables_;
+  std::mutex mu_;
+  std::map<uint32_t, Ost> osts_;  // GUARDED_BY(mu_)
+  std::vector<int> retired_;      // GUARDED_BY(mu_): replaced descriptors, closed at the end
+  std::atomic<uint64_t> reads_{0}, fallbacks_{0};
+};
+
+}  // namespace stria::client

@@ -1,0 +1,220 @@
+// LocalReads against a real OSS service on a real RpcServer, over the local socket (or TCP
+// where a test turns local sockets off), with its OST in a temporary directory.
+#include "client/local_reads.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "client/striped_io.h"
+#include "lnet/lnd.h"
+#include "lnet/rpc_client.h"
+#include "lnet/rpc_server.h"
+#include "oss/internal/test_util.h"
+#include "oss/object_format.h"
+#include "oss/oss_service.h"
+#include "tests/harness/test_util.h"
+
+namespace stria::client {
+namespace {
+
+constexpr uint32_t kOst = 0;
+
+// OST RPCs to the one OSS of the test, as the Client sends them.
+class OneOss final : public OstTransport {
+ public:
+  explicit OneOss(lnet::RpcClient* rpc) : rpc_(rpc) {}
+  Status OstCallRaw(uint32_t, uint16_t opcode, std::string_view request, std::string* reply,
+                    const lnet::CallBulk& bulk, int) override {
+    return rpc_->CallRaw(opcode, request, reply, bulk);
+  }
+  Status MdsCallBulk(uint16_t, std::string_view, std::string*, const lnet::CallBulk&,
+                     int) override {
+    return Status(Code::kInval, "no MDS here");
+  }
+
+ private:
+  lnet::RpcClient* rpc_;
+};
+
+class LocalReadsTest : public ::testing::Test {
+ protected:
+  // local: whether the client reaches the OSS over the local socket (else TCP).
+  void Start(bool local) {
+    lnet::LndConfig c = saved_;
+    c.local_sockets = local;
+    lnet::ConfigureLnds(c);
+    uuid_ = oss::NewUuid();
+    ASSERT_TRUE(oss::FormatOst(dir_.path(), oss::OstMeta{"testfs", kOst, uuid_}).ok());
+    auto store = oss::ObjectStore::Open(dir_.path(), kOst, "testfs");
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    ASSERT_TRUE(service_.AddOst(std::move(*store)).ok());
+    lnet::ServerOptions so;
+    so.name = "oss-test";
+    so.worker_threads = 2;
+    server_ = std::make_unique<lnet::RpcServer>(so);
+    service_.Register(server_.get());
+    Status st = server_->Start(lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", 0});
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    lnet::ClientOptions co;
+    co.retry_deadline_ms = 2000;
+    rpc_ = std::make_unique<lnet::RpcClient>(
+        lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", server_->port()}, co);
+    transport_ = std::make_unique<OneOss>(rpc_.get());
+    local_ = std::make_unique<LocalReads>(transport_.get(), nullptr);
+  }
+  void TearDown() override {
+    local_.reset();
+    rpc_.reset();
+    if (server_) server_->Stop();
+    lnet::ConfigureLnds(saved_);
+  }
+
+  static proto::ObjectId Obj(uint64_t id) {
+    proto::ObjectId o;
+    o.set_ost_idx(kOst);
+    o.set_object_id(id);
+    return o;
+  }
+
+  void Write(uint64_t id, uint64_t offset, const std::vector<uint8_t>& data) {
+    proto::OstIoRequest req;
+    *req.mutable_object() = Obj(id);
+    req.set_offset(offset);
+    req.set_length(data.size());
+    iovec iov{const_cast<uint8_t*>(data.data()), data.size()};
+    lnet::CallBulk bulk;
+    bulk.out = std::span<const iovec>(&iov, 1);
+    proto::OstIoReply rep;
+    ASSERT_TRUE(rpc_->Call(proto::OP_OST_WRITE, req, &rep, bulk).ok());
+  }
+
+  Result<proto::OstLocalAccessReply> Access() {
+    proto::OstLocalAccessRequest req;
+    req.set_ost_idx(kOst);
+    proto::OstLocalAccessReply rep;
+    STRIA_RETURN_IF_ERROR(rpc_->Call(proto::OP_OST_LOCAL_ACCESS, req, &rep));
+    return rep;
+  }
+
+  std::string ObjectFile(uint64_t id) const {
+    return dir_.path() + "/" + oss::ObjectRelPath(0, id);
+  }
+
+  const lnet::LndConfig saved_ = lnet::CurrentLndConfig();
+  oss::testing::TempDir dir_;
+  std::string uuid_;
+  oss::OssService service_;
+  std::unique_ptr<lnet::RpcServer> server_;
+  std::unique_ptr<lnet::RpcClient> rpc_;
+  std::unique_ptr<OneOss> transport_;
+  std::unique_ptr<LocalReads> local_;
+};
+
+TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
+  Start(/*local=*/true);
+  auto rep = Access();
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  char real[PATH_MAX];
+  ASSERT_NE(realpath(dir_.path().c_str(), real), nullptr);
+  EXPECT_EQ(rep->dir(), real);
+  EXPECT_EQ(rep->uuid(), uuid_);
+  EXPECT_EQ(rep->object_format(), static_cast<uint32_t>(oss::ObjectFormat::kInline));
+
+  // An object of 4 MiB + 10,000 bytes: its second group starts with a partial chunk's end.
+  const std::vector<uint8_t> data = oss::testing::Pattern(oss::kGroupDataBytes + 10'000, 0, 5);
+  Write(1, 0, data);
+  std::vector<uint8_t> buf(64 << 10);
+  size_t got = 0;
+  ASSERT_TRUE(local_->TryRead(Obj(1), 0, buf, &got));  // a group's start: one read
+  EXPECT_EQ(got, buf.size());
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin()));
+  ASSERT_TRUE(local_->TryRead(Obj(1), 4096 * 9, std::span(buf).first(4096), &got));
+  EXPECT_EQ(got, 4096u);
+  EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + 4096, data.begin() + 4096 * 9));
+  // The object's end: only what exists comes back.
+  ASSERT_TRUE(local_->TryRead(Obj(1), oss::kGroupDataBytes + 8192, buf, &got));
+  EXPECT_EQ(got, 10'000u - 8192);
+  EXPECT_TRUE(
+      std::equal(buf.begin(), buf.begin() + got, data.begin() + oss::kGroupDataBytes + 8192));
+  ASSERT_TRUE(local_->TryRead(Obj(1), oss::kGroupDataBytes + 16384, buf, &got));
+  EXPECT_EQ(got, 0u);
+  EXPECT_EQ(local_->reads(), 4u);
+
+  // Reads that do not qualify go to the OSS without a look: unaligned, across two groups,
+  // too big.
+  EXPECT_FALSE(local_->TryRead(Obj(1), 100, std::span(buf).first(4096), &got));
+  EXPECT_FALSE(
+      local_->TryRead(Obj(1), oss::kGroupDataBytes - 4096, std::span(buf).first(8192), &got));
+  std::vector<uint8_t> big(kMaxLocalReadBytes + 4096);
+  EXPECT_FALSE(local_->TryRead(Obj(1), 0, big, &got));
+  // A missing object: the OSS says what that means.
+  EXPECT_FALSE(local_->TryRead(Obj(2), 0, std::span(buf).first(4096), &got));
+  EXPECT_EQ(local_->fallbacks(), 1u);
+
+  // A damaged chunk fails the check: the read goes to the OSS, which refuses it.
+  ASSERT_EQ(stria::testing::FlipBit(ObjectFile(1), oss::InlineDataPos(4096 * 9 + 7)), 0);
+  EXPECT_FALSE(local_->TryRead(Obj(1), 4096 * 9, std::span(buf).first(4096), &got));
+  EXPECT_EQ(local_->fallbacks(), 2u);
+  EXPECT_TRUE(local_->TryRead(Obj(1), 4096 * 10, std::span(buf).first(4096), &got));
+
+  // A destroyed object's file goes back to the OST's pool, and may become the next object
+  // written: reads of the old one go to the OSS, reads of the new one get its own bytes.
+  proto::OstDestroyRequest destroy;
+  *destroy.add_objects() = Obj(1);
+  proto::OstIoReply rep_d;
+  ASSERT_TRUE(rpc_->Call(proto::OP_OST_DESTROY, destroy, &rep_d).ok());
+  const uint64_t fallbacks = local_->fallbacks();
+  EXPECT_FALSE(local_->TryRead(Obj(1), 4096 * 10, std::span(buf).first(4096), &got));
+  EXPECT_EQ(local_->fallbacks(), fallbacks + 1);
+  const std::vector<uint8_t> next = oss::testing::Pattern(20'000, 0, 9);
+  Write(3, 0, next);
+  ASSERT_TRUE(local_->TryRead(Obj(3), 0, std::span(buf).first(20'480), &got));
+  EXPECT_EQ(got, next.size());
+  EXPECT_TRUE(std::equal(next.begin(), next.end(), buf.begin()));
+}
+
+TEST_F(LocalReadsTest, OnlyAPeerOnTheOssHostLearnsWhereTheOstIs) {
+  Start(/*local=*/false);
+  auto rep = Access();
+  EXPECT_EQ(rep.status().code(), Code::kInval) << rep.status().ToString();
+  Write(1, 0, oss::testing::Pattern(8192, 0, 1));
+  std::vector<uint8_t> buf(4096);
+  size_t got = 0;
+  EXPECT_FALSE(local_->TryRead(Obj(1), 0, buf, &got));
+  EXPECT_EQ(local_->reads(), 0u);
+}
+
+TEST_F(LocalReadsTest, AnOssWithLocalReadsOffSaysSo) {
+  Start(/*local=*/true);
+  lnet::LndConfig c = lnet::CurrentLndConfig();
+  c.local_reads = false;
+  lnet::ConfigureLnds(c);
+  auto rep = Access();
+  EXPECT_EQ(rep.status().code(), Code::kInval);
+  EXPECT_NE(rep.status().message().find("STRIA_LOCAL_READS"), std::string::npos);
+}
+
+TEST_F(LocalReadsTest, ADirectoryOfAnotherOstIsNotReadFrom) {
+  oss::testing::TempDir other;
+  ASSERT_TRUE(oss::FormatOst(other.path(), oss::OstMeta{"testfs", 1, oss::NewUuid()}).ok());
+  Result<int> fd = LocalReads::OpenOstDir(other.path(), "not-its-uuid");
+  EXPECT_EQ(fd.status().code(), Code::kStale) << fd.status().ToString();
+  EXPECT_EQ(LocalReads::OpenOstDir("relative/dir", "x").status().code(), Code::kInval);
+  EXPECT_FALSE(LocalReads::OpenOstDir(other.path() + "/missing", "x").ok());
+  Result<oss::OstMeta> meta = oss::ReadOstMeta(other.path());
+  ASSERT_TRUE(meta.ok());
+  fd = LocalReads::OpenOstDir(other.path(), meta->uuid);
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  close(*fd);
+}
+
+}  // namespace
+}  // namespace stria::client
