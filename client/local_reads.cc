@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstring>
+#include <optional>
 #include <string_view>
 
 #include "client/osc_stats.h"
@@ -173,11 +174,15 @@ void LocalReads::Forbidden(uint32_t ost_idx) {
 bool LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<uint8_t> buf,
                          size_t* got) {
   const size_t len = buf.size();
-  if (len == 0 || len > kMaxLocalReadBytes || offset % kCrcChunk != 0 ||
-      offset / kGroupDataBytes != (offset + len - 1) / kGroupDataBytes ||
-      !lnet::LocalReadsEnabled() || (tunables_ != nullptr && tunables_->Get("local_reads") == 0)) {
+  if (len == 0 || offset % kCrcChunk != 0 || !lnet::LocalReadsEnabled() ||
+      (tunables_ != nullptr && tunables_->Get("local_reads") == 0)) {
     return false;
   }
+  const bool small =
+      len <= kMaxLocalReadBytes && offset / kGroupDataBytes == (offset + len - 1) / kGroupDataBytes;
+  const bool direct = !small && len <= kMaxLocalDirectBytes && len % kCrcChunk == 0 &&
+                      reinterpret_cast<uintptr_t>(buf.data()) % kCrcChunk == 0;
+  if (!small && !direct) return false;
   const int dir_fd = OstDir(obj.ost_idx());
   if (dir_fd < 0) return false;
   const std::string rel = oss::ObjectRelPath(obj.group(), obj.object_id());
@@ -191,11 +196,12 @@ bool LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<
     return false;
   }
   FileCloser closer(fd);
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
+  auto fall_back = [&] {
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
     return false;
-  }
+  };
+  struct stat st;
+  if (fstat(fd, &st) != 0) return fall_back();
   const uint64_t size = oss::InlineObjectSize(static_cast<uint64_t>(st.st_size));
   if (offset >= size) {
     *got = 0;
@@ -205,49 +211,73 @@ bool LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<
   const size_t want = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
   // A chunk the read covers only in part is checked by the OSS, which reads it whole.
   if (want % kCrcChunk != 0 && offset + want != size) return false;
-  const uint64_t first = offset / kCrcChunk;
-  const size_t chunks = (want + kCrcChunk - 1) / kCrcChunk;
+  // Large reads bring the bytes by O_DIRECT, as the OSS would (no second copy of a stream in
+  // the page cache); the checksums come through the page cache, where they stay.
+  int data_fd = fd;
+  std::optional<FileCloser> direct_closer;
+  if (direct) {
+    data_fd = openat(dir_fd, rel.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (data_fd < 0) return fall_back();
+    direct_closer.emplace(data_fd);
+  }
   thread_local std::array<uint32_t, kCrcBlockBytes / kCrcEntryBytes> crcs;
-  ssize_t n;
-  if (offset % kGroupDataBytes == 0) {
-    // From a group's start: its checksum block and its bytes are adjacent, one read.
-    iovec iov[2] = {{crcs.data(), kCrcBlockBytes}, {buf.data(), want}};
-    n = PreadvFull(fd, iov, 2, static_cast<off_t>(oss::InlineCrcPos(first)));
-    n = n >= static_cast<ssize_t>(kCrcBlockBytes) ? n - static_cast<ssize_t>(kCrcBlockBytes) : -1;
-  } else {
-    iovec c = {crcs.data(), chunks * kCrcEntryBytes};
-    iovec d = {buf.data(), want};
-    n = PreadvFull(fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first))) ==
-                static_cast<ssize_t>(chunks * kCrcEntryBytes)
-            ? PreadvFull(fd, &d, 1, static_cast<off_t>(oss::InlineDataPos(offset)))
-            : -1;
-  }
-  if (n != static_cast<ssize_t>(want)) {  // an error, or the object shrank meanwhile
-    fallbacks_.fetch_add(1, std::memory_order_relaxed);
-    return false;
-  }
   static const std::array<uint8_t, kCrcChunk> kZeros{};
-  for (size_t i = 0; i < chunks; ++i) {
-    uint32_t stored;
-    std::memcpy(&stored, &crcs[i], sizeof stored);  // little-endian, as this host
-    if (stored == 0) continue;                      // no checksum: a hole, reads as zeros
-    const size_t lo = i * kCrcChunk;
-    const size_t bytes = std::min<size_t>(kCrcChunk, want - lo);
-    uint32_t crc = Crc32c(buf.data() + lo, bytes);
-    if (bytes < kCrcChunk) crc = Crc32c(kZeros.data(), kCrcChunk - bytes, crc);
-    if (crc != stored) {
-      // Damage, or a write landing now: the OSS decides, under its locks.
-      fallbacks_.fetch_add(1, std::memory_order_relaxed);
-      return false;
+  const uint64_t end = offset + want;
+  for (uint64_t pos = offset; pos < end;) {  // one 4 MiB group of the object at a time
+    const uint64_t seg_end = std::min(end, (pos / kGroupDataBytes + 1) * kGroupDataBytes);
+    const size_t seg = static_cast<size_t>(seg_end - pos);
+    uint8_t* dst = buf.data() + (pos - offset);
+    const uint64_t first = pos / kCrcChunk;
+    const size_t chunks = (seg + kCrcChunk - 1) / kCrcChunk;
+    ssize_t n;
+    if (!direct && pos % kGroupDataBytes == 0) {
+      // From a group's start: its checksum block and its bytes are adjacent, one read.
+      iovec iov[2] = {{crcs.data(), kCrcBlockBytes}, {dst, seg}};
+      n = PreadvFull(fd, iov, 2, static_cast<off_t>(oss::InlineCrcPos(first)));
+      n = n >= static_cast<ssize_t>(kCrcBlockBytes) ? n - static_cast<ssize_t>(kCrcBlockBytes) : -1;
+    } else {
+      iovec c = {crcs.data(), chunks * kCrcEntryBytes};
+      // O_DIRECT reads whole blocks: the last one past the object's end is in the caller's
+      // buffer (len is whole chunks) and not returned.
+      const size_t ask = direct ? chunks * kCrcChunk : seg;
+      iovec d = {dst, ask};
+      if (direct) {
+        // The checksums' page is read (when not cached) while the bytes come: one disk wait.
+        posix_fadvise(fd, static_cast<off_t>(oss::InlineCrcPos(first)),
+                      static_cast<off_t>(chunks * kCrcEntryBytes), POSIX_FADV_WILLNEED);
+        n = PreadvFull(data_fd, &d, 1, static_cast<off_t>(oss::InlineDataPos(pos)));
+        if (PreadvFull(fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first))) !=
+            static_cast<ssize_t>(chunks * kCrcEntryBytes)) {
+          n = -1;
+        }
+      } else {
+        n = PreadvFull(fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first))) ==
+                    static_cast<ssize_t>(chunks * kCrcEntryBytes)
+                ? PreadvFull(data_fd, &d, 1, static_cast<off_t>(oss::InlineDataPos(pos)))
+                : -1;
+      }
+      if (n > static_cast<ssize_t>(seg)) n = static_cast<ssize_t>(seg);
     }
+    if (n != static_cast<ssize_t>(seg)) return fall_back();  // an error, or it shrank meanwhile
+    for (size_t i = 0; i < chunks; ++i) {
+      uint32_t stored;
+      std::memcpy(&stored, &crcs[i], sizeof stored);  // little-endian, as this host
+      if (stored == 0) continue;                      // no checksum: a hole, reads as zeros
+      const size_t lo = i * kCrcChunk;
+      const size_t bytes = std::min<size_t>(kCrcChunk, seg - lo);
+      uint32_t crc = Crc32c(dst + lo, bytes);
+      if (bytes < kCrcChunk) crc = Crc32c(kZeros.data(), kCrcChunk - bytes, crc);
+      // Damage, or a write landing now: the OSS decides, under its locks.
+      if (crc != stored) return fall_back();
+    }
+    pos = seg_end;
   }
   // The file still is that object: a destroy between the open and the reads (its file
   // emptied and taken back into the OST's pool, to become another object) has moved it.
   struct stat now;
   if (fstatat(dir_fd, rel.c_str(), &now, 0) != 0 || now.st_ino != st.st_ino ||
       now.st_dev != st.st_dev) {
-    fallbacks_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return fall_back();
   }
   *got = want;
   reads_.fetch_add(1, std::memory_order_relaxed);

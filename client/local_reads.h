@@ -1,10 +1,11 @@
-// LocalReads: small reads of objects on an OST that is served from this host, straight from
-// the OST's object files, without a round trip to the OSS (HDFS's short-circuit local reads).
+// LocalReads: reads of objects on an OST that is served from this host, straight from the
+// OST's object files, without a round trip to the OSS (HDFS's short-circuit local reads).
 //
 // Why: on a host that runs both a client and an OSS (a compute node whose NVMe is an OST), a
 // 4 KiB random read or a small file's read costs the OSS a wake-up, a receive, an io_uring
 // submission and a send, and the client a second wake-up, on top of the disk read itself.
-// Reading the file in the client's own thread costs the disk read and the checksum check.
+// Reading the file in the client's own thread costs the disk read and the checksum check. A
+// streamed read saves the OSS's share of the CPU (a third of a cold read's, measured).
 //
 // How:
 //  - On its first read from an OST, the client asks the OSS where the OST lives
@@ -14,11 +15,14 @@
 //    (ObjectFormat::kInline), are reads from it served here. Otherwise, or when the OSS
 //    refuses, every read of that OST goes over the socket. The answer is asked again after
 //    kRecheckInterval, so an OST that moves is followed.
-//  - A read qualifies when it starts on a 4 KiB chunk, is at most kMaxLocalReadBytes, stays in
-//    one 4 MiB group of the object (object_format.h), and ends on a chunk boundary or at the
-//    object's end. The client opens the object file with its own credentials (a process that
-//    may not read the OST's files reads over the socket), reads the checksums of the chunks
-//    and the bytes, and verifies every chunk as the OSS would (oss/internal/chunk_crc.h).
+//  - A read qualifies when it starts on a 4 KiB chunk, ends on a chunk boundary or at the
+//    object's end, and either stays in one 4 MiB group of the object (object_format.h) and is
+//    at most kMaxLocalReadBytes (read through the page cache, like the OSS's small reads), or
+//    is whole pages into page-aligned memory and at most kMaxLocalDirectBytes (read by
+//    O_DIRECT, like the OSS's large ones; a mount's READ buffers are such memory). The client
+//    opens the object file with its own credentials (a process that may not read the OST's
+//    files reads over the socket), reads the chunks' checksums (through the page cache) and
+//    the bytes, and verifies every chunk as the OSS would (oss/internal/chunk_crc.h).
 //  - Anything unusual goes to the OSS instead, which stays the authority: an object file
 //    that does not exist (the OSS says whether the object is missing), a short read, a chunk
 //    whose checksum does not match (a damaged chunk, or a write landing now; the OSS locks
@@ -55,7 +59,9 @@ namespace stria::client {
 class OstTransport;
 class ClientTunables;
 
+// The largest read through the page cache, and (page-aligned, in whole pages) by O_DIRECT.
 inline constexpr size_t kMaxLocalReadBytes = 256 * 1024;
+inline constexpr size_t kMaxLocalDirectBytes = 8 << 20;
 
 class LocalReads {
  public:

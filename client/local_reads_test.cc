@@ -148,13 +148,24 @@ TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
   EXPECT_EQ(got, 0u);
   EXPECT_EQ(local_->reads(), 4u);
 
-  // Reads that do not qualify go to the OSS without a look: unaligned, across two groups,
-  // too big.
+  // Reads that do not qualify go to the OSS without a look: unaligned, across two groups
+  // through the page cache.
   EXPECT_FALSE(local_->TryRead(Obj(1), 100, std::span(buf).first(4096), &got));
   EXPECT_FALSE(
       local_->TryRead(Obj(1), oss::kGroupDataBytes - 4096, std::span(buf).first(8192), &got));
-  std::vector<uint8_t> big(kMaxLocalReadBytes + 4096);
-  EXPECT_FALSE(local_->TryRead(Obj(1), 0, big, &got));
+  // Larger reads only in whole pages into page-aligned memory (by O_DIRECT).
+  void* mem = nullptr;
+  ASSERT_EQ(posix_memalign(&mem, 4096, 8 << 20), 0);
+  std::unique_ptr<void, decltype(&free)> hold(mem, &free);
+  std::span<uint8_t> aligned(static_cast<uint8_t*>(mem), 8 << 20);
+  EXPECT_FALSE(local_->TryRead(Obj(1), 0, aligned.subspan(512, 1 << 20), &got));
+  EXPECT_FALSE(local_->TryRead(Obj(1), 0, aligned.first((1 << 20) + 100), &got));
+  EXPECT_EQ(local_->reads(), 4u);
+  // Across the two groups, to the object's end: only what exists, verified.
+  ASSERT_TRUE(local_->TryRead(Obj(1), 1 << 20, aligned.first(4 << 20), &got));
+  EXPECT_EQ(got, data.size() - (1 << 20));
+  EXPECT_TRUE(std::equal(aligned.begin(), aligned.begin() + got, data.begin() + (1 << 20)));
+  EXPECT_EQ(local_->reads(), 5u);
   // A missing object: the OSS says what that means.
   EXPECT_FALSE(local_->TryRead(Obj(2), 0, std::span(buf).first(4096), &got));
   EXPECT_EQ(local_->fallbacks(), 1u);
@@ -163,6 +174,8 @@ TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
   ASSERT_EQ(stria::testing::FlipBit(ObjectFile(1), oss::InlineDataPos(4096 * 9 + 7)), 0);
   EXPECT_FALSE(local_->TryRead(Obj(1), 4096 * 9, std::span(buf).first(4096), &got));
   EXPECT_EQ(local_->fallbacks(), 2u);
+  EXPECT_FALSE(local_->TryRead(Obj(1), 0, aligned.first(1 << 20), &got));  // by O_DIRECT too
+  EXPECT_EQ(local_->fallbacks(), 3u);
   EXPECT_TRUE(local_->TryRead(Obj(1), 4096 * 10, std::span(buf).first(4096), &got));
 
   // A destroyed object's file goes back to the OST's pool, and may become the next object
