@@ -114,12 +114,17 @@ Result<int> LocalReads::OpenOstDir(const std::string& dir, const std::string& uu
   return fd;
 }
 
-int LocalReads::Resolve(uint32_t ost_idx) {
+Result<int> LocalReads::Resolve(uint32_t ost_idx, int deadline_ms) {
   proto::OstLocalAccessRequest req;
   req.set_ost_idx(ost_idx);
   std::string body, reply;
   req.SerializeToString(&body);
-  Status st = transport_->OstCallRaw(ost_idx, proto::OP_OST_LOCAL_ACCESS, body, &reply, {});
+  Status st =
+      transport_->OstCallRaw(ost_idx, proto::OP_OST_LOCAL_ACCESS, body, &reply, {}, deadline_ms);
+  if (st.code() == Code::kTimeout || st.code() == Code::kDisconnected ||
+      st.code() == Code::kShutdown) {
+    return st;
+  }
   proto::OstLocalAccessReply rep;
   if (st.ok() && !rep.ParseFromString(reply)) {
     st = Status(Code::kProtocol, "OST local access reply does not parse");
@@ -136,7 +141,7 @@ int LocalReads::Resolve(uint32_t ost_idx) {
   return *fd;
 }
 
-int LocalReads::OstDir(uint32_t ost_idx) {
+Result<int> LocalReads::OstDir(uint32_t ost_idx, int deadline_ms) {
   const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
@@ -148,9 +153,12 @@ int LocalReads::OstDir(uint32_t ost_idx) {
     Ost& o = osts_[ost_idx];
     o.checked = now;
   }
-  int fd = Resolve(ost_idx);
+  Result<int> resolved = Resolve(ost_idx, deadline_ms);
   std::lock_guard lock(mu_);
   Ost& o = osts_[ost_idx];
+  // Unreachable: the reads of the next kRecheckInterval go to the OSS (and fail there, or
+  // find it back) without asking again.
+  const int fd = resolved.ok() ? *resolved : -1;
   o.checked = std::chrono::steady_clock::now();
   o.forbidden = false;  // tried again
   if (fd >= 0 && o.dir_fd >= 0 && SameFile(fd, o.dir_fd)) {
@@ -161,6 +169,7 @@ int LocalReads::OstDir(uint32_t ost_idx) {
   // move of an OST, or per loss and return of its OSS, over the process's life).
   if (o.dir_fd >= 0) retired_.push_back(o.dir_fd);
   o.dir_fd = fd;
+  if (!resolved.ok()) return resolved.status();
   return fd;
 }
 
@@ -171,8 +180,8 @@ void LocalReads::Forbidden(uint32_t ost_idx) {
   o.forbidden = true;
 }
 
-bool LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<uint8_t> buf,
-                         size_t* got) {
+Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
+                                 std::span<uint8_t> buf, size_t* got, int deadline_ms) {
   const size_t len = buf.size();
   if (len == 0 || offset % kCrcChunk != 0 || !lnet::LocalReadsEnabled() ||
       (tunables_ != nullptr && tunables_->Get("local_reads") == 0)) {
@@ -183,7 +192,7 @@ bool LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<
   const bool direct = !small && len <= kMaxLocalDirectBytes && len % kCrcChunk == 0 &&
                       reinterpret_cast<uintptr_t>(buf.data()) % kCrcChunk == 0;
   if (!small && !direct) return false;
-  const int dir_fd = OstDir(obj.ost_idx());
+  STRIA_ASSIGN_OR_RETURN(const int dir_fd, OstDir(obj.ost_idx(), deadline_ms));
   if (dir_fd < 0) return false;
   const std::string rel = oss::ObjectRelPath(obj.group(), obj.object_id());
   const int fd = openat(dir_fd, rel.c_str(), O_RDONLY | O_CLOEXEC);
@@ -196,7 +205,7 @@ bool LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<
     return false;
   }
   FileCloser closer(fd);
-  auto fall_back = [&] {
+  auto fall_back = [&]() -> Result<bool> {
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
     return false;
   };

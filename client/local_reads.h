@@ -77,8 +77,11 @@ class LocalReads {
   // Reads object bytes [offset, offset + buf.size()) of `obj` from its file when the OST is
   // local and the read qualifies (above). True: done, *got bytes lie below the object's end
   // (the rest of buf is untouched), as OP_OST_READ would answer. False: not done here (send
-  // it to the OSS).
-  bool TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<uint8_t> buf, size_t* got);
+  // it to the OSS). An error: the OSS could not be asked where the OST is within deadline_ms
+  // (as OstTransport::OstCallRaw; kTimeout, kDisconnected, kShutdown), so the read fails as
+  // its RPC would have, rather than paying that wait twice.
+  Result<bool> TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<uint8_t> buf,
+                       size_t* got, int deadline_ms = -1);
 
   // Reads served here, and qualifying reads handed back to the OSS after a look at the file
   // (a missing object, a checksum that did not match, an error).
@@ -97,12 +100,13 @@ class LocalReads {
   };
   // The OST's directory descriptor (valid for the Client's life), asking the OSS when not
   // known or due; -1 when the OST is not readable here.
-  int OstDir(uint32_t ost_idx);
+  Result<int> OstDir(uint32_t ost_idx, int deadline_ms);
   // Turns reads from OST `ost_idx` off until its next check: this process may not open the
   // files there.
   void Forbidden(uint32_t ost_idx);
-  // Asks the OSS and checks its answer: the directory descriptor, or -1 (why: at debug level).
-  int Resolve(uint32_t ost_idx);
+  // Asks the OSS and checks its answer: the directory descriptor, or -1 (why: at debug level);
+  // an error when the OSS did not answer.
+  Result<int> Resolve(uint32_t ost_idx, int deadline_ms);
 
   OstTransport* const transport_;
   const ClientTunables* const tunables_;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <fstream>
@@ -77,6 +78,13 @@ class LocalReadsTest : public ::testing::Test {
     lnet::ConfigureLnds(saved_);
   }
 
+  // LocalReads::TryRead: whether it read here (an error fails the test).
+  bool Try(const proto::ObjectId& obj, uint64_t offset, std::span<uint8_t> buf, size_t* got) {
+    Result<bool> r = local_->TryRead(obj, offset, buf, got);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && *r;
+  }
+
   static proto::ObjectId Obj(uint64_t id) {
     proto::ObjectId o;
     o.set_ost_idx(kOst);
@@ -133,50 +141,49 @@ TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
   Write(1, 0, data);
   std::vector<uint8_t> buf(64 << 10);
   size_t got = 0;
-  ASSERT_TRUE(local_->TryRead(Obj(1), 0, buf, &got));  // a group's start: one read
+  ASSERT_TRUE(Try(Obj(1), 0, buf, &got));  // a group's start: one read
   EXPECT_EQ(got, buf.size());
   EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin()));
-  ASSERT_TRUE(local_->TryRead(Obj(1), 4096 * 9, std::span(buf).first(4096), &got));
+  ASSERT_TRUE(Try(Obj(1), 4096 * 9, std::span(buf).first(4096), &got));
   EXPECT_EQ(got, 4096u);
   EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + 4096, data.begin() + 4096 * 9));
   // The object's end: only what exists comes back.
-  ASSERT_TRUE(local_->TryRead(Obj(1), oss::kGroupDataBytes + 8192, buf, &got));
+  ASSERT_TRUE(Try(Obj(1), oss::kGroupDataBytes + 8192, buf, &got));
   EXPECT_EQ(got, 10'000u - 8192);
   EXPECT_TRUE(
       std::equal(buf.begin(), buf.begin() + got, data.begin() + oss::kGroupDataBytes + 8192));
-  ASSERT_TRUE(local_->TryRead(Obj(1), oss::kGroupDataBytes + 16384, buf, &got));
+  ASSERT_TRUE(Try(Obj(1), oss::kGroupDataBytes + 16384, buf, &got));
   EXPECT_EQ(got, 0u);
   EXPECT_EQ(local_->reads(), 4u);
 
   // Reads that do not qualify go to the OSS without a look: unaligned, across two groups
   // through the page cache.
-  EXPECT_FALSE(local_->TryRead(Obj(1), 100, std::span(buf).first(4096), &got));
-  EXPECT_FALSE(
-      local_->TryRead(Obj(1), oss::kGroupDataBytes - 4096, std::span(buf).first(8192), &got));
+  EXPECT_FALSE(Try(Obj(1), 100, std::span(buf).first(4096), &got));
+  EXPECT_FALSE(Try(Obj(1), oss::kGroupDataBytes - 4096, std::span(buf).first(8192), &got));
   // Larger reads only in whole pages into page-aligned memory (by O_DIRECT).
   void* mem = nullptr;
   ASSERT_EQ(posix_memalign(&mem, 4096, 8 << 20), 0);
   std::unique_ptr<void, decltype(&free)> hold(mem, &free);
   std::span<uint8_t> aligned(static_cast<uint8_t*>(mem), 8 << 20);
-  EXPECT_FALSE(local_->TryRead(Obj(1), 0, aligned.subspan(512, 1 << 20), &got));
-  EXPECT_FALSE(local_->TryRead(Obj(1), 0, aligned.first((1 << 20) + 100), &got));
+  EXPECT_FALSE(Try(Obj(1), 0, aligned.subspan(512, 1 << 20), &got));
+  EXPECT_FALSE(Try(Obj(1), 0, aligned.first((1 << 20) + 100), &got));
   EXPECT_EQ(local_->reads(), 4u);
   // Across the two groups, to the object's end: only what exists, verified.
-  ASSERT_TRUE(local_->TryRead(Obj(1), 1 << 20, aligned.first(4 << 20), &got));
+  ASSERT_TRUE(Try(Obj(1), 1 << 20, aligned.first(4 << 20), &got));
   EXPECT_EQ(got, data.size() - (1 << 20));
   EXPECT_TRUE(std::equal(aligned.begin(), aligned.begin() + got, data.begin() + (1 << 20)));
   EXPECT_EQ(local_->reads(), 5u);
   // A missing object: the OSS says what that means.
-  EXPECT_FALSE(local_->TryRead(Obj(2), 0, std::span(buf).first(4096), &got));
+  EXPECT_FALSE(Try(Obj(2), 0, std::span(buf).first(4096), &got));
   EXPECT_EQ(local_->fallbacks(), 1u);
 
   // A damaged chunk fails the check: the read goes to the OSS, which refuses it.
   ASSERT_EQ(stria::testing::FlipBit(ObjectFile(1), oss::InlineDataPos(4096 * 9 + 7)), 0);
-  EXPECT_FALSE(local_->TryRead(Obj(1), 4096 * 9, std::span(buf).first(4096), &got));
+  EXPECT_FALSE(Try(Obj(1), 4096 * 9, std::span(buf).first(4096), &got));
   EXPECT_EQ(local_->fallbacks(), 2u);
-  EXPECT_FALSE(local_->TryRead(Obj(1), 0, aligned.first(1 << 20), &got));  // by O_DIRECT too
+  EXPECT_FALSE(Try(Obj(1), 0, aligned.first(1 << 20), &got));  // by O_DIRECT too
   EXPECT_EQ(local_->fallbacks(), 3u);
-  EXPECT_TRUE(local_->TryRead(Obj(1), 4096 * 10, std::span(buf).first(4096), &got));
+  EXPECT_TRUE(Try(Obj(1), 4096 * 10, std::span(buf).first(4096), &got));
 
   // A destroyed object's file goes back to the OST's pool, and may become the next object
   // written: reads of the old one go to the OSS, reads of the new one get its own bytes.
@@ -185,11 +192,11 @@ TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
   proto::OstIoReply rep_d;
   ASSERT_TRUE(rpc_->Call(proto::OP_OST_DESTROY, destroy, &rep_d).ok());
   const uint64_t fallbacks = local_->fallbacks();
-  EXPECT_FALSE(local_->TryRead(Obj(1), 4096 * 10, std::span(buf).first(4096), &got));
+  EXPECT_FALSE(Try(Obj(1), 4096 * 10, std::span(buf).first(4096), &got));
   EXPECT_EQ(local_->fallbacks(), fallbacks + 1);
   const std::vector<uint8_t> next = oss::testing::Pattern(20'000, 0, 9);
   Write(3, 0, next);
-  ASSERT_TRUE(local_->TryRead(Obj(3), 0, std::span(buf).first(20'480), &got));
+  ASSERT_TRUE(Try(Obj(3), 0, std::span(buf).first(20'480), &got));
   EXPECT_EQ(got, next.size());
   EXPECT_TRUE(std::equal(next.begin(), next.end(), buf.begin()));
 }
@@ -201,8 +208,24 @@ TEST_F(LocalReadsTest, OnlyAPeerOnTheOssHostLearnsWhereTheOstIs) {
   Write(1, 0, oss::testing::Pattern(8192, 0, 1));
   std::vector<uint8_t> buf(4096);
   size_t got = 0;
-  EXPECT_FALSE(local_->TryRead(Obj(1), 0, buf, &got));
+  EXPECT_FALSE(Try(Obj(1), 0, buf, &got));
   EXPECT_EQ(local_->reads(), 0u);
+}
+
+TEST_F(LocalReadsTest, AnOssThatDoesNotAnswerFailsTheReadOnceAndIsNotAskedAgainAtOnce) {
+  Start(/*local=*/true);
+  server_->Stop();
+  std::vector<uint8_t> buf(4096);
+  size_t got = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<bool> r = local_->TryRead(Obj(1), 0, buf, &got, /*deadline_ms=*/500);
+  ASSERT_FALSE(r.ok());  // as the read's own RPC would, within the read's deadline
+  EXPECT_TRUE(r.status().code() == Code::kDisconnected || r.status().code() == Code::kTimeout)
+      << r.status().ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  r = local_->TryRead(Obj(1), 0, buf, &got, 500);  // within kRecheckInterval: to the OSS
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(*r);
 }
 
 TEST_F(LocalReadsTest, AnOssWithLocalReadsOffSaysSo) {

@@ -245,10 +245,14 @@ Result<size_t> StripedIo::Read(const proto::Layout& layout, uint64_t file_size,
     *req.mutable_object() = ObjectOf(*plan[i].plain, io.stripe);
     req.set_offset(io.obj_offset);
     req.set_length(ask);
-    if (local_ != nullptr && CapableLocally(capas, req.object()) &&
-        local_->TryRead(req.object(), io.obj_offset, std::span<uint8_t>(dst, ask), &got)) {
-      if (got < io.length) std::memset(dst + got, 0, io.length - got);
-      return Status::Ok();
+    if (local_ != nullptr && CapableLocally(capas, req.object())) {
+      STRIA_ASSIGN_OR_RETURN(
+          bool done, local_->TryRead(req.object(), io.obj_offset, std::span<uint8_t>(dst, ask),
+                                     &got, deadline_ms));
+      if (done) {
+        if (got < io.length) std::memset(dst + got, 0, io.length - got);
+        return Status::Ok();
+      }
     }
     proto::OstIoReply rep;
     Status st = CallObject(capas, proto::OP_OST_READ, req, &rep, bulk, deadline_ms);
