@@ -12,7 +12,6 @@
 
 #include "client/osc_stats.h"
 #include "client/striped_io.h"
-#include "common/crc32c.h"
 #include "common/log.h"
 #include "lnet/lnd.h"
 #include "oss/object_format.h"
@@ -230,7 +229,6 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     direct_closer.emplace(data_fd);
   }
   thread_local std::array<uint32_t, kCrcBlockBytes / kCrcEntryBytes> crcs;
-  static const std::array<uint8_t, kCrcChunk> kZeros{};
   const uint64_t end = offset + want;
   for (uint64_t pos = offset; pos < end;) {  // one 4 MiB group of the object at a time
     const uint64_t seg_end = std::min(end, (pos / kGroupDataBytes + 1) * kGroupDataBytes);
@@ -274,10 +272,8 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
       if (stored == 0) continue;                      // no checksum: a hole, reads as zeros
       const size_t lo = i * kCrcChunk;
       const size_t bytes = std::min<size_t>(kCrcChunk, seg - lo);
-      uint32_t crc = Crc32c(dst + lo, bytes);
-      if (bytes < kCrcChunk) crc = Crc32c(kZeros.data(), kCrcChunk - bytes, crc);
       // Damage, or a write landing now: the OSS decides, under its locks.
-      if (crc != stored) return fall_back();
+      if (oss::ChunkCrc({dst + lo, bytes}) != stored) return fall_back();
     }
     pos = seg_end;
   }

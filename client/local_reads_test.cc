@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/fsuid.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -226,6 +227,27 @@ TEST_F(LocalReadsTest, AnOssThatDoesNotAnswerFailsTheReadOnceAndIsNotAskedAgainA
   r = local_->TryRead(Obj(1), 0, buf, &got, 500);  // within kRecheckInterval: to the OSS
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(*r);
+}
+
+// A process that may not open the OST's files (a user's, through libstria) reads over the
+// socket, and does not try each read again. This thread alone gives up root's file access
+// (setfsuid is per thread); the OSS's threads keep theirs.
+TEST_F(LocalReadsTest, AProcessThatMayNotOpenTheFilesLeavesThemToTheOss) {
+  Start(/*local=*/true);
+  Write(1, 0, oss::testing::Pattern(8192, 0, 3));
+  std::vector<uint8_t> buf(4096);
+  size_t got = 0;
+  ASSERT_TRUE(Try(Obj(1), 0, buf, &got));  // as root: the OST is known, its files readable
+  setfsuid(65534);
+  const bool nobody = setfsuid(-1) == 65534;
+  EXPECT_FALSE(Try(Obj(1), 0, buf, &got));  // EACCES under the 0700 test directory
+  const uint64_t fallbacks = local_->fallbacks();
+  EXPECT_EQ(fallbacks, 1u);
+  EXPECT_FALSE(Try(Obj(1), 4096, buf, &got));  // not tried again: no second fallback
+  EXPECT_EQ(local_->fallbacks(), fallbacks);
+  setfsuid(0);
+  ASSERT_TRUE(nobody);
+  EXPECT_EQ(local_->reads(), 1u);
 }
 
 TEST_F(LocalReadsTest, AnOssWithLocalReadsOffSaysSo) {

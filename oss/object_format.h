@@ -21,8 +21,12 @@
 // on disk behind its back.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
+
+#include "common/crc32c.h"
 
 namespace stria::oss {
 
@@ -38,6 +42,11 @@ inline std::string ObjectRelPath(uint64_t group, uint64_t id) {
   return "O/" + std::to_string(group) + "/d" + std::to_string(id % kObjectSubdirs) + "/" +
          std::to_string(id);
 }
+
+// The checksum of one chunk whose bytes (at most kCrcChunk) are `bytes`, zero-padded past the
+// object's end (rules in internal/chunk_crc.h): what the OSS stores and verifies, and what a
+// client reading object files itself verifies (client/local_reads.h).
+inline uint32_t ChunkCrc(std::span<const uint8_t> bytes);
 
 // What FormatOst gives a new OST.
 inline constexpr ObjectFormat kNewOstObjectFormat = ObjectFormat::kInline;
@@ -84,5 +93,12 @@ static_assert(InlineObjectSize(InlineFileSize(kGroupDataBytes)) == kGroupDataByt
 static_assert(InlineObjectSize(InlineFileSize(kGroupDataBytes + 1)) == kGroupDataBytes + 1);
 static_assert(InlineObjectSize(kGroupFileBytes + 100) == kGroupDataBytes);
 static_assert(InlineCrcPos(kGroupChunks + 2) == kGroupFileBytes + 8);
+
+inline uint32_t ChunkCrc(std::span<const uint8_t> bytes) {
+  static const std::array<uint8_t, kCrcChunk> kZeros{};
+  const uint32_t crc = Crc32c(bytes.data(), bytes.size());
+  if (bytes.size() >= kCrcChunk) return crc;
+  return Crc32c(kZeros.data(), kCrcChunk - bytes.size(), crc);
+}
 
 }  // namespace stria::oss

@@ -249,13 +249,6 @@ Status Ftruncate(int fd, uint64_t size, const char* what) {
 
 }  // namespace
 
-uint32_t ChunkCrc(std::span<const uint8_t> bytes) {
-  static const std::array<uint8_t, kCrcChunk> kZeros{};
-  const uint32_t crc = Crc32c(bytes.data(), bytes.size());
-  if (bytes.size() >= kCrcChunk) return crc;
-  return Crc32c(kZeros.data(), kCrcChunk - bytes.size(), crc);
-}
-
 Result<uint64_t> ObjectSize(const ObjectFiles& f) {
   struct stat st;
   if (fstat(f.fd, &st) != 0) return ErrnoStatus("fstat object", errno);

@@ -54,7 +54,7 @@ Result<uint64_t> ObjectSize(const ObjectFiles& f);
 Result<size_t> ReadBytes(const ObjectFiles& f, uint64_t offset, std::span<uint8_t> buf);
 
 // The crc32c of one chunk whose bytes (at most kCrcChunk) are `bytes`, zero-padded.
-uint32_t ChunkCrc(std::span<const uint8_t> bytes);
+using oss::ChunkCrc;
 
 // Reads the stored entries for chunks [first, first + out.size()) into out (0 where none is
 // stored).
