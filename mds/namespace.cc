@@ -73,6 +73,16 @@ void InodeRecord::RemoveLink(uint64_t dir, std::string_view name) {
   }
 }
 
+const InodeRecord* Namespace::CachedDirLocked(uint64_t ino) const {
+  auto it = dir_cache_.find(ino);
+  return it == dir_cache_.end() ? nullptr : &it->second;
+}
+
+void Namespace::CacheDirLocked(uint64_t ino, InodeRecord rec) {
+  if (dir_cache_.size() >= kDirCacheEntries && !dir_cache_.count(ino)) dir_cache_.clear();
+  dir_cache_.insert_or_assign(ino, std::move(rec));
+}
+
 int64_t Namespace::NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -102,6 +112,18 @@ Result<std::unique_ptr<Namespace>> Namespace::Open(const NamespaceOptions& optio
   rocksdb::Options db_options;
   db_options.create_if_missing = options.format_if_empty;
   db_options.max_open_files = 512;
+  // Bloom filters over whole keys, in the memtable and in every table: a create's check
+  // that its name is free is a point read of a key that is absent, which without them
+  // searches the memtable's skiplist and reads an index and a data block of every L0 file
+  // and every level.
+  db_options.memtable_whole_key_filtering = true;
+  db_options.memtable_prefix_bloom_size_ratio = 0.05;
+  {
+    rocksdb::BlockBasedTableOptions table;
+    table.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10));
+    table.whole_key_filtering = true;
+    db_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  }
   if (options.env != nullptr) db_options.env = options.env;
   rocksdb::DB* raw = nullptr;
   STRIA_RETURN_IF_ERROR(

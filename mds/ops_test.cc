@@ -125,6 +125,42 @@ TEST(CreateTest, UmaskAndSetgidDirectory) {
   EXPECT_EQ(rep.attr().mode() & 07777, 0644u);
 }
 
+// Mutations read directories through the namespace's directory cache: each one must see
+// what the one before it committed, and nothing removed may come back from it.
+TEST(DirCacheTest, EachChangeToADirectorySeesTheOneBefore) {
+  MdsFixture f;
+  f.AddOsts(1);
+  const uint64_t d = f.Mkdir(kRootIno, "d", 0755).attr().ino();
+  for (int i = 0; i < 5; ++i) f.Mkdir(d, "sub" + std::to_string(i));
+  EXPECT_EQ(f.Getattr(d).nlink(), 7u) << "each mkdir counted on the one before";
+
+  // A chmod, then a create that rewrites the directory's times: the mode stays.
+  proto::SetattrRequest chmod;
+  chmod.set_ino(d);
+  chmod.set_valid(proto::SETATTR_MODE);
+  chmod.mutable_attr()->set_mode(0700);
+  proto::AttrReply attr;
+  ASSERT_TRUE(Setattr(f.ns(), chmod, &attr).ok());
+  f.Mkfile(d, "f");
+  EXPECT_EQ(f.Getattr(d).mode(), static_cast<uint32_t>(S_IFDIR | 0700));
+  EXPECT_EQ(f.Getattr(d).nlink(), 7u);
+
+  // Removed: gone for creates too, and a new directory under the same name starts afresh.
+  ASSERT_TRUE(f.Unlink(d, "f", false).ok());
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(f.Unlink(d, "sub" + std::to_string(i), true).ok());
+  ASSERT_TRUE(f.Unlink(kRootIno, "d", true).ok());
+  EXPECT_EQ(f.Create(d, "late", S_IFREG | 0644, Root()).code(), Code::kNoEnt);
+  const uint64_t again = f.Mkdir(kRootIno, "d", 0755).attr().ino();
+  f.Mkfile(again, "g");
+  EXPECT_EQ(f.Getattr(again).nlink(), 2u);
+  EXPECT_EQ(f.Getattr(kRootIno).nlink(), 3u);
+
+  // A reopened namespace (a restarted MDS) reads what was written.
+  f.Reopen();
+  f.Mkdir(again, "h");
+  EXPECT_EQ(f.Getattr(again).nlink(), 3u);
+}
+
 TEST(LookupTest, DotDotAndErrors) {
   MdsFixture f;
   auto d = f.Mkdir(kRootIno, "d");

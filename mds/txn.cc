@@ -25,7 +25,11 @@ Result<InodeRecord*> Txn::Inode(uint64_t ino) {
   if (removed_.count(ino)) return Status(Code::kNoEnt, "inode " + std::to_string(ino) + " removed");
   auto it = inodes_.find(ino);
   if (it != inodes_.end()) return &it->second;
+  if (const InodeRecord* dir = ns_->CachedDirLocked(ino)) {
+    return &inodes_.emplace(ino, *dir).first->second;
+  }
   STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns_->GetInode(ino));
+  if (rec.is_dir()) ns_->CacheDirLocked(ino, rec);
   return &inodes_.emplace(ino, std::move(rec)).first->second;
 }
 
@@ -193,6 +197,16 @@ Status Txn::Commit(bool sync) {
     }
     STRIA_RETURN_IF_ERROR(ns_->Write(&batch_, sync));
     NoteChanges();
+    // Written: the directory cache follows (a copy: callers may still read their records).
+    for (uint64_t ino : removed_) ns_->ForgetDirLocked(ino);
+    for (uint64_t ino : dirty_) {
+      const InodeRecord& rec = inodes_.at(ino);
+      if (rec.is_dir()) {
+        ns_->CacheDirLocked(ino, rec);
+      } else {
+        ns_->ForgetDirLocked(ino);
+      }
+    }
   }
   // Even with nothing to write (object ids handed out inside their reserved range, as a
   // migration's new layout), the counters move on: an id handed out is never handed out again.
