@@ -120,10 +120,9 @@ Result<int> LocalReads::Resolve(uint32_t ost_idx, int deadline_ms) {
   req.SerializeToString(&body);
   Status st =
       transport_->OstCallRaw(ost_idx, proto::OP_OST_LOCAL_ACCESS, body, &reply, {}, deadline_ms);
-  if (st.code() == Code::kTimeout || st.code() == Code::kDisconnected ||
-      st.code() == Code::kShutdown) {
-    return st;
-  }
+  // Resent until the read's deadline and still unanswered: the read fails as its own RPC
+  // would have.
+  if (st.retryable()) return st;
   proto::OstLocalAccessReply rep;
   if (st.ok() && !rep.ParseFromString(reply)) {
     st = Status(Code::kProtocol, "OST local access reply does not parse");

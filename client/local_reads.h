@@ -78,8 +78,8 @@ class LocalReads {
   // local and the read qualifies (above). True: done, *got bytes lie below the object's end
   // (the rest of buf is untouched), as OP_OST_READ would answer. False: not done here (send
   // it to the OSS). An error: the OSS could not be asked where the OST is within deadline_ms
-  // (as OstTransport::OstCallRaw; kTimeout, kDisconnected, kShutdown), so the read fails as
-  // its RPC would have, rather than paying that wait twice.
+  // (a retryable status of OstTransport::OstCallRaw still failing at the deadline), so the
+  // read fails as its RPC would have, rather than paying that wait twice.
   Result<bool> TryRead(const proto::ObjectId& obj, uint64_t offset, std::span<uint8_t> buf,
                        size_t* got, int deadline_ms = -1);
 

@@ -200,12 +200,7 @@ Status Txn::Commit(bool sync) {
     // Written: the directory cache follows (a copy: callers may still read their records).
     for (uint64_t ino : removed_) ns_->ForgetDirLocked(ino);
     for (uint64_t ino : dirty_) {
-      const InodeRecord& rec = inodes_.at(ino);
-      if (rec.is_dir()) {
-        ns_->CacheDirLocked(ino, rec);
-      } else {
-        ns_->ForgetDirLocked(ino);
-      }
+      if (const InodeRecord& rec = inodes_.at(ino); rec.is_dir()) ns_->CacheDirLocked(ino, rec);
     }
   }
   // Even with nothing to write (object ids handed out inside their reserved range, as a
