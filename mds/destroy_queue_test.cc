@@ -70,6 +70,22 @@ TEST(DestroyQueueTest, PersistedWithUnlinkAndDrained) {
   EXPECT_EQ(Ids(f.gateway().destroyed()), want);
 }
 
+// The queue's numbers are not stored with each unlink: a reopened MDS takes the next one
+// after its last record, so a new record never overwrites a waiting one.
+TEST(DestroyQueueTest, NumbersGoOnAfterTheLastRecordAcrossAReopen) {
+  MdsFixture f;
+  f.AddOsts(1);
+  for (const char* n : {"a", "b", "c"}) CreateStriped(f, n, 1);
+  ASSERT_TRUE(f.Unlink(kRootIno, "a", false).ok());
+  ASSERT_TRUE(f.Unlink(kRootIno, "b", false).ok());
+  f.Reopen();
+  ASSERT_TRUE(f.Unlink(kRootIno, "c", false).ok());
+  DestroyQueue q(&f.ns(), &f.gateway());
+  EXPECT_EQ(*q.Pending(), 3u);
+  ASSERT_TRUE(q.RunOnce().ok());
+  EXPECT_EQ(f.gateway().destroyed().size(), 3u);
+}
+
 TEST(DestroyQueueTest, HardLinkKeepsObjects) {
   MdsFixture f;
   f.AddOsts(1);

@@ -58,6 +58,10 @@ struct InodeRecord {
   // link, unlink and rename, at most kMaxLinkRecords (a file with more hard links lists
   // the first ones). The root has none. Read by fid2path.
   std::vector<std::pair<uint64_t, std::string>> links;
+  // Whether the inode may have extended attributes (rec::Inode.xattrs): kNone lets its
+  // removal skip the scan for X keys.
+  enum class Xattrs : uint8_t { kUnknown = 0, kNone = 1, kSome = 2 };
+  Xattrs xattrs = Xattrs::kUnknown;
 
   bool is_dir() const;
   bool is_reg() const;

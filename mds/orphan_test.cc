@@ -52,6 +52,7 @@ TEST(OrphanTest, UnlinkWhileOpenKeepsFileUntilLastClose) {
   ASSERT_TRUE(GetattrStatus(f, ino).ok());
   EXPECT_EQ(f.Getattr(ino).nlink(), 0u);
   EXPECT_EQ(*q.Pending(), 0u);  // objects still in use
+  EXPECT_TRUE(f.ns().Get(OrphanKey(ino))->has_value());
 
   ASSERT_TRUE(CloseFile(f, ino, h1, /*wrote=*/true).ok());
   ASSERT_TRUE(GetattrStatus(f, ino).ok());
@@ -59,6 +60,7 @@ TEST(OrphanTest, UnlinkWhileOpenKeepsFileUntilLastClose) {
   ASSERT_TRUE(CloseFile(f, ino, h2).ok());
   EXPECT_EQ(GetattrStatus(f, ino).code(), Code::kNoEnt);
   EXPECT_EQ(*q.Pending(), 1u);
+  EXPECT_FALSE(f.ns().Get(OrphanKey(ino))->has_value());  // the mark went with the inode
 }
 
 TEST(OrphanTest, RenameOverOpenFile) {

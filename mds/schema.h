@@ -10,7 +10,8 @@
 //       Snext_ino            the next inode number to hand out (be64)
 //       Sinodes              the number of inodes in use (be64), for statfs
 //       Sconfig_gen          FsConfig.config_generation (be64): bumps on OST table/param changes
-//       Sdestroy_seq         the next destroy-queue sequence number (be64)
+//       Sdestroy_seq         the first destroy-queue sequence number (be64), written at
+//                            format: the next one is found after the last Q key at open
 //   I<ino:be64>              inode record: rec::Inode (mds/mds_record.proto), holding a
 //                            serialized proto::Attr, the file's proto::Layout (regular files),
 //                            a directory's default proto::Layout, the symlink target and a

@@ -30,6 +30,7 @@ Result<InodeRecord*> Txn::Inode(uint64_t ino) {
   }
   STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns_->GetInode(ino));
   if (rec.is_dir()) ns_->CacheDirLocked(ino, rec);
+  if (rec.is_reg() && rec.attr.nlink() == 0) orphans_.insert(ino);  // has a U key
   return &inodes_.emplace(ino, std::move(rec)).first->second;
 }
 
@@ -47,6 +48,7 @@ InodeRecord* Txn::AddInode(uint64_t ino) {
   rec.attr.set_atime_ns(now_);
   rec.attr.set_mtime_ns(now_);
   rec.attr.set_ctime_ns(now_);
+  rec.xattrs = InodeRecord::Xattrs::kNone;
   dirty_.insert(ino);
   return &rec;
 }
@@ -87,14 +89,14 @@ void Txn::RemoveInode(uint64_t ino) {
     if (!st.ok()) LOG_WARN("inode {}: Data-on-MDT blocks not removed: {}", ino, st.ToString());
   }
   batch_.Delete(InodeKey(ino));
-  batch_.Delete(OrphanKey(ino));
+  if (orphans_.count(ino)) batch_.Delete(OrphanKey(ino));
   if (it != inodes_.end() && it->second.is_reg() && HasStale(it->second.layout)) {
     batch_.Delete(MirrorStaleKey(ino));
   }
   // Point deletes of the inode's xattrs, not a DeleteRange: RocksDB fragments every range
   // tombstone in the memtable on each Get and iterator, so one per unlink made the MDS
   // slower with every file removed.
-  {
+  if (it == inodes_.end() || it->second.xattrs != InodeRecord::Xattrs::kNone) {
     const std::string first = XattrKey(ino), end = XattrKey(ino + 1);
     std::unique_ptr<rocksdb::Iterator> x(ns_->db()->NewIterator(rocksdb::ReadOptions()));
     for (x->Seek(first); x->Valid() && x->key().compare(end) < 0; x->Next()) {
@@ -168,9 +170,6 @@ Status Txn::Commit(bool sync) {
   }
   if (super_.inodes != orig_super_.inodes) {
     batch_.Put(SuperKey("inodes"), EncodeBe64(super_.inodes));
-  }
-  if (super_.destroy_seq != orig_super_.destroy_seq) {
-    batch_.Put(SuperKey("destroy_seq"), EncodeBe64(super_.destroy_seq));
   }
   if (super_.config_gen != orig_super_.config_gen) {
     batch_.Put(SuperKey("config_gen"), EncodeBe64(super_.config_gen));

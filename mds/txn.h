@@ -46,8 +46,8 @@ class Txn {
   // restart that lost its create, set up as NewInode would. kInval unless it is below the
   // ids handed out and free.
   Result<InodeRecord*> ReplayedInode(uint64_t ino);
-  // Deletes the inode and its xattrs; when it is a regular file with objects, they are put on
-  // the destroy queue in this batch.
+  // Deletes the inode, its xattrs (unless it has none) and its orphan mark (if it was one); when it
+  // is a regular file with objects, they are put on the destroy queue in this batch.
   void RemoveInode(uint64_t ino);
   // Queues every stripe object of `layout` for destruction (a destroy record in this batch,
   // mds/destroy_queue.h): used when a layout is replaced (lfs migrate).
@@ -88,6 +88,7 @@ class Txn {
   std::map<uint64_t, InodeRecord> inodes_;
   std::set<uint64_t> dirty_;
   std::set<uint64_t> removed_;
+  std::set<uint64_t> orphans_;       // loaded regular files with nlink 0: they have a U key
   std::set<uint64_t> changed_dirs_;  // directories whose entries this operation changes
   SuperState super_;
   SuperState orig_super_;

@@ -1,5 +1,6 @@
 // Extended attributes: flags, size queries, limits, namespaces, permissions.
 #include <gtest/gtest.h>
+#include <rocksdb/write_batch.h>
 #include <sys/stat.h>
 
 #include "mds/mds_test_util.h"
@@ -122,6 +123,23 @@ TEST_F(XattrTest, RemovedWithInode) {
   ASSERT_TRUE(Set("user.a", "v").ok());
   ASSERT_TRUE(f.Unlink(kRootIno, "f", false).ok());
   auto v = f.ns().Get(XattrKey(ino, "user.a"));
+  ASSERT_TRUE(v.ok());
+  EXPECT_FALSE(v->has_value());
+}
+
+// An inode record from before rec::Inode.xattrs (0: not known) may have xattrs: its removal
+// looks for them. One created since says it has none, and its removal does not look.
+TEST_F(XattrTest, RemovedWithARecordThatDoesNotSayWhetherItHasAny) {
+  auto rec = f.ns().GetInode(ino);
+  ASSERT_TRUE(rec.ok());
+  EXPECT_EQ(rec->xattrs, InodeRecord::Xattrs::kNone);
+  rec->xattrs = InodeRecord::Xattrs::kUnknown;
+  rocksdb::WriteBatch b;
+  b.Put(InodeKey(ino), rec->Encode());
+  b.Put(XattrKey(ino, "user.old"), "v");  // as a setxattr of an older build left it
+  ASSERT_TRUE(f.ns().Write(&b).ok());
+  ASSERT_TRUE(f.Unlink(kRootIno, "f", false).ok());
+  auto v = f.ns().Get(XattrKey(ino, "user.old"));
   ASSERT_TRUE(v.ok());
   EXPECT_FALSE(v->has_value());
 }

@@ -116,6 +116,7 @@ Status Setxattr(Namespace& ns, const proto::XattrRequest& req, proto::XattrReply
   if (old && (req.flags() & kXattrCreate)) return Status(Code::kExist, "xattr '" + req.name() + "' exists");
   if (!old && (req.flags() & kXattrReplace)) return Status(Code::kNoData, "no xattr '" + req.name() + "'");
   txn.batch().Put(key, req.value());
+  rec->xattrs = InodeRecord::Xattrs::kSome;
   rec->attr.set_ctime_ns(txn.now());
   txn.Dirty(req.ino());
   return txn.Commit();
