@@ -545,6 +545,8 @@ bool FuseRing::Attach(fuse_session* se, const FuseRingOptions& options) {
   return true;
 }
 
+bool FuseRing::KernelOffers() { return g_ring != nullptr && g_ring->kernel_offers.load(); }
+
 void FuseRing::Stop() {
   if (g_ring != nullptr) g_ring->StopThreads();
 }

@@ -70,6 +70,10 @@ class FuseRing {
   // reply on, requests go over io_uring where the kernel agrees. One session per process.
   static bool Attach(fuse_session* se, const FuseRingOptions& options);
 
+  // Whether the kernel offered io_uring in its INIT request (known from the init callback
+  // on): requests then come over the ring, and /dev/fuse carries little but FORGETs.
+  static bool KernelOffers();
+
   // Stops the ring threads; after the session's loop has returned, before it is destroyed.
   static void Stop();
 
