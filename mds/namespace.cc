@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "mds/mds_record.pb.h"
+#include "mds/reply_journal.h"
 #include "mds/schema.h"
 #include "mds/txn.h"
 #include "proto/layout_components.h"
@@ -25,9 +26,9 @@ namespace {
 // the counters, its reply record), each next to the one the previous operation wrote under
 // the same prefix: with a hint each insert starts from there, not from the skiplist's top.
 // The start of a range deletion is left out: RocksDB until April 2024 (Debian 12 has 7.8)
-// keeps one hint map for the point keys and the range tombstones, whose skiplists differ, and a
-// hint from one used in the other fails an assertion (facebook/rocksdb#12558). The reply journal's
-// trim is the only range deletion, and it always starts at xid 0.
+// keeps one hint map for the point keys and the range tombstones, whose skiplists differ,
+// and a hint from one used in the other fails an assertion (facebook/rocksdb#12558). The
+// reply journal's trim is the only range deletion (IsTrimStartKey).
 class InsertHintPrefix : public rocksdb::SliceTransform {
  public:
   static constexpr size_t kLen = 8;
@@ -36,9 +37,7 @@ class InsertHintPrefix : public rocksdb::SliceTransform {
     return {key.data(), std::min(key.size(), kLen)};
   }
   bool InDomain(const rocksdb::Slice& key) const override {
-    if (key.empty() || key[0] != kPrefixReply) return true;
-    const std::string_view k(key.data(), key.size());
-    return k.size() < 8 || GetBe64(k.substr(k.size() - 8)) != 0;  // not ReplyKey(uuid, 0)
+    return !IsTrimStartKey(std::string_view(key.data(), key.size()));
   }
 };
 

@@ -24,6 +24,12 @@ std::string ReplyKey(const std::string& client_uuid, uint64_t xid) {
   return k;
 }
 
+bool IsTrimStartKey(std::string_view key) {
+  if (key.size() < 2 || key[0] != kPrefixReply) return false;
+  const size_t uuid_len = static_cast<uint8_t>(key[1]);
+  return key.size() == 2 + uuid_len + 8 && GetBe64(key.substr(2 + uuid_len)) == 0;
+}
+
 const ReplyJournal* ActiveReplyJournal() { return g_active; }
 
 ScopedReplyJournal::ScopedReplyJournal(const ReplyJournal* journal) : prev_(g_active) {
@@ -49,6 +55,7 @@ void AppendReplyRecord(rocksdb::WriteBatch* batch) {
   // Trim now and then: one range tombstone per kTrimEvery xids. Seldom on purpose: RocksDB
   // fragments every range tombstone in the memtable each time an iterator is created, so
   // frequent range deletes make every readdir and queue scan slower (seen: unlink at 140/s).
+  // The range starts at xid 0, which IsTrimStartKey recognizes.
   if (j->xid > kKeepPerClient && j->xid % kTrimEvery == 0) {
     batch->DeleteRange(ReplyKey(j->client_uuid, 0), ReplyKey(j->client_uuid, j->xid - kKeepPerClient));
   }

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "mds/namespace.h"
 
@@ -27,6 +28,11 @@ inline constexpr uint64_t kTrimEvery = 8192;
 
 // R<uuid length:u8><uuid><xid:be64>.
 std::string ReplyKey(const std::string& client_uuid, uint64_t xid);
+
+// Whether `key` is where a trim's range deletion starts (ReplyKey(uuid, 0)): the MDS keeps
+// range-deletion starts out of the memtable's insert hints (mds/namespace.cc), and the trim
+// is its only range deletion.
+bool IsTrimStartKey(std::string_view key);
 
 struct ReplyJournal {
   std::string client_uuid;

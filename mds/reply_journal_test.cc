@@ -61,5 +61,22 @@ TEST(ReplyJournalTest, OldRecordsAreTrimmed) {
   EXPECT_TRUE(FindPersistedReply(f.ns(), "c", kTrimEvery + 128)->has_value());
 }
 
+// The trim's range starts at xid 0 of its client, and only that key is taken for one (the
+// MDS keeps those out of its memtable's insert hints; OldRecordsAreTrimmed aborts in
+// RocksDB's skiplist when one gets in).
+TEST(ReplyJournalTest, OnlyAClientsXidZeroIsATrimStart) {
+  const std::string uuid = "0b7c2a4e-1c9d-4f2a-9b0e-5d6f7a8b9c0d";
+  EXPECT_TRUE(IsTrimStartKey(ReplyKey(uuid, 0)));
+  EXPECT_TRUE(IsTrimStartKey(ReplyKey("c", 0)));
+  EXPECT_FALSE(IsTrimStartKey(ReplyKey(uuid, 1)));
+  EXPECT_FALSE(IsTrimStartKey(ReplyKey(uuid, uint64_t{1} << 63)));
+  EXPECT_FALSE(IsTrimStartKey(DestroyKey(0)));  // zeros too, but not a reply key
+  std::string longer = ReplyKey("c", 0);
+  longer.push_back('\0');
+  EXPECT_FALSE(IsTrimStartKey(longer));
+  EXPECT_FALSE(IsTrimStartKey(std::string(1, kPrefixReply)));
+  EXPECT_FALSE(IsTrimStartKey(""));
+}
+
 }  // namespace
 }  // namespace stria::mds

@@ -89,7 +89,7 @@ void Txn::RemoveInode(uint64_t ino) {
     if (!st.ok()) LOG_WARN("inode {}: Data-on-MDT blocks not removed: {}", ino, st.ToString());
   }
   batch_.Delete(InodeKey(ino));
-  if (orphans_.count(ino)) batch_.Delete(OrphanKey(ino));
+  if (it == inodes_.end() || orphans_.count(ino)) batch_.Delete(OrphanKey(ino));
   if (it != inodes_.end() && it->second.is_reg() && HasStale(it->second.layout)) {
     batch_.Delete(MirrorStaleKey(ino));
   }
