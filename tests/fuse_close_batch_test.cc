@@ -6,7 +6,8 @@
 // than answering EBUSY; a read's atime waits with its close, and a setattr sends it first;
 // the size a close(2) reports waits with the closes, the MDS asks for it before it answers
 // another client about the file, and glimpses it from the OSTs when the mount died first;
-// an unmount sends what is left.
+// close(2) does not wait for the file's writes to reach the OSTs, and the size goes with the
+// handle's close once they have; an unmount sends what is left.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -14,9 +15,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/harness/client_util.h"
@@ -66,6 +71,11 @@ class CloseBatchTest : public MountedClusterTest {
     return 0;
   }
   static uint64_t Gathered() { return Counter("llite.cbfs-*.close_batches", "gathered"); }
+  // Waits until the mount has gathered more than `n` closes (a close(2)'s size report joins
+  // them once the file's writes reached the OSTs).
+  static void AwaitGathered(uint64_t n) {
+    for (int i = 0; i < 1000 && Gathered() <= n; ++i) usleep(10'000);
+  }
   static uint64_t Batches() { return Counter("llite.cbfs-*.close_batches", "batches"); }
   static uint64_t MdsCloses() { return Counter("mdt.*.md_stats", "close"); }
 
@@ -204,9 +214,54 @@ TEST_F(CloseBatchTest, ATruncateAfterCloseIsNotUndoneByTheGatheredSize) {
   EXPECT_EQ(sb.st_size, 100);
 }
 
+TEST_F(CloseBatchTest, CloseDoesNotWaitForTheWritesAndOthersStillSeeThemAfter) {
+  const std::vector<uint8_t> data = Pattern(70'000, 10);
+  const uint64_t mds0 = MdsCloses(), gathered0 = Gathered();
+  // The OSS stops: writes wait for it. A watchdog lets it go on after 20 s, so that a
+  // close(2) that waits for them fails this test rather than hanging it.
+  const pid_t oss = g_cluster->oss_pid(0);
+  ASSERT_EQ(kill(oss, SIGSTOP), 0) << strerror(errno);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool closed = false, by_watchdog = false;
+  std::thread watchdog([&] {
+    std::unique_lock lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(20), [&] { return closed; })) {
+      by_watchdog = true;
+      kill(oss, SIGCONT);
+    }
+  });
+  const int written = WriteFile(P("behind"), data);  // open, write, close
+  {
+    std::lock_guard lock(mu);
+    closed = true;
+  }
+  cv.notify_all();
+  watchdog.join();
+  // The writes are still held by the stopped OSS (lctl would wait for it too), and this
+  // mount shows what it wrote.
+  struct stat st {};
+  const int stat_err = stat(P("behind").c_str(), &st) == 0 ? 0 : errno;
+  ASSERT_EQ(kill(oss, SIGCONT), 0) << strerror(errno);
+  ASSERT_EQ(written, 0) << strerror(written);
+  EXPECT_FALSE(by_watchdog) << "close(2) waited for the OSS";
+  ASSERT_EQ(stat_err, 0) << strerror(stat_err);
+  EXPECT_EQ(st.st_size, 70'000) << "this mount shows the size it wrote";
+  // Another client asks: the MDS asks the mount, which sends the size once the data is on
+  // the OST, with the handle's close in one request.
+  EXPECT_EQ(MdsSize("behind"), 70'000u);
+  EXPECT_EQ(Gathered(), gathered0 + 1) << "size and close in one gathered close";
+  EXPECT_GT(MdsCloses(), mds0);
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(P("behind"), &got), 0);
+  EXPECT_EQ(got, data);
+}
+
 TEST_F(CloseBatchTest, AWriterThatDiesBeforeSendingItsSizeIsGlimpsed) {
   const std::vector<uint8_t> data = Pattern(90'000, 8);
-  ASSERT_EQ(WriteFile(P("dead"), data), 0);  // on the OSTs; its size waits in the mount
+  const uint64_t gathered0 = Gathered();
+  ASSERT_EQ(WriteFile(P("dead"), data), 0);
+  AwaitGathered(gathered0);  // on the OSTs; its size waits in the mount
   // The mount dies: nothing it gathered reaches the MDS.
   ASSERT_EQ(kill(g_cluster->fuse_pid(0), SIGKILL), 0);
   g_cluster->Unmount(0).IgnoreError();

@@ -43,6 +43,7 @@ struct FileHandle {
   bool relatime_due = false;               // at open: a read must update atime (relatime)
   std::atomic<bool> atime_sent{false};     // the read time went to the MDS already
   std::mutex report_mu;                    // serializes size reports
+  std::atomic<bool> released{false};       // the kernel released it (DoRelease)
 };
 
 struct DirHandle {

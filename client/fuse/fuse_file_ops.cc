@@ -202,10 +202,10 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   if (fh->sync_writes) {
     STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/true, fh->capas.get()));
     fh->inode->NoteAcked(offset + data.size());
-  } else if ((offset == 0 || max_dirty == 0) && fh->inode->write_behind.Idle()) {
-    // A file's first bytes (all of a small file's) go out from this thread: the application
-    // waits for them at close anyway, and handing them to a pool thread costs two wakeups.
-    // Its error, if any, comes back from this write(2).
+  } else if ((max_dirty == 0 || (offset == 0 && !Gathering())) && fh->inode->write_behind.Idle()) {
+    // Without gathered closes a file's first bytes (all of a small file's) go out from this
+    // thread: the application waits for them at close anyway, and handing them to a pool
+    // thread costs two wakeups. Its error, if any, comes back from this write(2).
     STRIA_RETURN_IF_ERROR(client_->Write(*layout, offset, data, /*sync=*/false, fh->capas.get()));
     fh->inode->NoteAcked(offset + data.size());
   } else {
@@ -242,9 +242,17 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
   return Status::Ok();
 }
 
+bool StriaFs::Gathering() const {
+  return options_.close_gather_ms > 0 && leases_ != nullptr && leases_->enabled();
+}
+
 Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync) {
   // Sizes are reported only for data that reached the OSTs.
-  Status drained = fh->inode->DrainWrites();
+  return ReportDrained(req, fh, close, sync, fh->inode->DrainWrites());
+}
+
+Status StriaFs::ReportDrained(fuse_req_t req, FileHandle* fh, bool close, bool sync,
+                              Status drained) {
   if (!drained.ok() && !close) return drained;
   std::lock_guard lock(fh->report_mu);
   const bool dirty = fh->dirty.exchange(false);
@@ -259,8 +267,7 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   if (!close && !dirty && !atime_due && !sync) return Status::Ok();
   if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
   const proto::Credentials cred = req != nullptr ? Cred(req) : fh->cred;
-  const bool gathering =
-      options_.close_gather_ms > 0 && leases_ != nullptr && leases_->enabled();
+  const bool gathering = Gathering();
   if (!close && !sync && dirty && gathering) {
     // The size at close(2) (a flush) goes with the gathered closes, usually in the same
     // request as this handle's release: the application does not wait for an MDS round
@@ -278,18 +285,25 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
     return Status::Ok();
   }
   // A close that reports no write only drops the handle, and at most sets the atime of a
-  // read (relatime): it goes with others a few milliseconds later (close_batcher.h). Until
+  // read (relatime), or reports the size of writes that its flush left to it (DoFlush) in
+  // the same request: it goes with others a few milliseconds later (close_batcher.h). Until
   // then GETATTR shows the read's atime from unreported_atime_ns, which the batch's reply
   // clears; a setattr of this inode sends the gathered closes first, so that an atime set
   // after the read (touch -a, tar and rsync restoring atimes) is not overwritten by it. A
   // handle open for writing only while this mount's leases work: an MDS that finds it still
   // open where a writer refuses an operation asks the mount, through the lease callback, to
   // send its gathered closes first.
-  if (close && !dirty && options_.close_gather_ms > 0 && (!fh->writable || gathering)) {
+  if (close && options_.close_gather_ms > 0 && (dirty ? gathering : !fh->writable || gathering)) {
     proto::CloseRequest c;
     *c.mutable_cred() = cred;
     c.set_ino(fh->inode->ino);
     c.set_handle(fh->mds_handle);
+    if (dirty) {
+      c.set_wrote(true);
+      c.set_size(fh->inode->acked_end.load());  // only bytes the OSTs acknowledged
+      c.set_mtime_ns(fh->mtime_ns.load());
+      fh->inode->unreported_sizes.fetch_add(1);
+    }
     if (atime_due) {
       // Shown until the batch is answered (a read through mmap after the last flush has
       // not been noted yet).
@@ -326,8 +340,70 @@ Status StriaFs::ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync
   return Status::Ok();
 }
 
+// close(2) does not wait for the file's writes to reach the OSTs (nor does Lustre's, whose
+// dirty pages stay in the client's cache): where size reports are gathered anyway, the
+// report goes once they have, and a small file's create no longer waits behind the previous
+// file's write. Nothing is promised durable before fsync either way. A write that fails
+// after close(2) returned is logged, and shows in the size (which claims only what the OSTs
+// acknowledged); fsync reports such failures, as Lustre's does. Others see the file
+// complete as before: an MDS that answers another client about a file open here asks this
+// mount for its closes first (FlushCloses), which waits for these.
 Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
+  auto report = [this, fh](Status drained) {
+    drained = fh->inode->WritesDrained(std::move(drained));
+    if (!drained.ok()) {
+      // Not reported to the application yet: its next write, fsync or close is.
+      LOG_WARN("writes of inode {} before a close(2): {}", fh->inode->ino, drained.ToString());
+      fh->inode->write_behind.KeepError(std::move(drained));
+      return;
+    }
+    // A release since then reports the size with its close, in one request.
+    if (fh->released.load()) return;
+    // Gathered: a failure is the batcher's to log.
+    ReportDrained(nullptr, fh, /*close=*/false, /*sync=*/false, Status::Ok()).IgnoreError();
+  };
+  if (fh->dirty.load() && DeferUntilWritten(fh, std::move(report), /*bounded=*/true)) {
+    return Status::Ok();
+  }
   return ReportSize(req, fh, /*close=*/false, /*sync=*/false);
+}
+
+bool StriaFs::DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then, bool bounded) {
+  if (bounded && !Gathering()) return false;
+  uint64_t ticket;
+  {
+    std::lock_guard lock(deferred_mu_);
+    if (bounded && deferred_.size() >= kMaxDeferred) return false;
+    ticket = ++deferred_tickets_;
+    deferred_.insert(ticket);
+  }
+  std::shared_ptr<Inode> inode = fh->inode;
+  inode->deferred_reports.fetch_add(1);
+  const bool queued = inode->write_behind.AfterWrites(
+      [this, inode, ticket, then = std::move(then)](Status drained) {
+        then(std::move(drained));
+        inode->deferred_reports.fetch_sub(1);
+        std::lock_guard lock(deferred_mu_);
+        deferred_.erase(ticket);
+        deferred_cv_.notify_all();
+      });
+  if (!queued) {
+    inode->deferred_reports.fetch_sub(1);
+    std::lock_guard lock(deferred_mu_);
+    deferred_.erase(ticket);
+    deferred_cv_.notify_all();
+  }
+  return queued;
+}
+
+void StriaFs::FlushCloses() {
+  {
+    // The ones deferred before this call, not those a busy writer adds meanwhile.
+    std::unique_lock lock(deferred_mu_);
+    const uint64_t upto = deferred_tickets_;
+    deferred_cv_.wait(lock, [&] { return deferred_.empty() || *deferred_.begin() > upto; });
+  }
+  closes_.Flush();
 }
 
 Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
@@ -343,9 +419,24 @@ Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
 
 Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
   LliteOp counted(&llite_, kLlClose);
+  // As a flush: the close goes once the writes have (the kernel does not wait for a
+  // release, but this thread would serve the next request). Unbounded: it holds no more
+  // bytes than the flush before it did, and must run after that flush's callback, which
+  // uses the handle.
+  fh->released.store(true);
+  auto finish = [this, fh](Status drained) {
+    // Not reported to the application: its next write, fsync or close of the file is.
+    if (!drained.ok()) fh->inode->write_behind.KeepError(drained);
+    FinishRelease(nullptr, fh, std::move(drained)).IgnoreError();  // logged there
+  };
+  if (DeferUntilWritten(fh, std::move(finish), /*bounded=*/false)) return Status::Ok();
+  return FinishRelease(req, fh, fh->inode->write_behind.Drain());
+}
+
+Status StriaFs::FinishRelease(fuse_req_t req, FileHandle* fh, Status drained) {
   std::unique_ptr<FileHandle> owned(fh);
-  Status written = fh->inode->DrainWrites();
-  Status st = ReportSize(req, fh, /*close=*/true, /*sync=*/false);
+  Status written = fh->inode->WritesDrained(std::move(drained));
+  Status st = ReportDrained(req, fh, /*close=*/true, /*sync=*/false, Status::Ok());
   if (st.ok()) st = written;
   if (fh->writable) fh->inode->writers.fetch_sub(1);
   if (!st.ok()) {

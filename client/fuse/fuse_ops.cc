@@ -183,8 +183,9 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double*
 Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layout,
                          uint64_t size, proto::SetattrRequest* sr, proto::AttrReply* rep,
                          OpenCapas* capas) {
-  if (auto inode = inodes_.Get(ino); inode != nullptr && inode->unreported_sizes.load() > 0) {
-    closes_.Flush();  // as DoSetattr: no size report may land after the truncate
+  if (auto inode = inodes_.Get(ino); inode != nullptr && (inode->unreported_sizes.load() > 0 ||
+                                                          inode->deferred_reports.load() > 0)) {
+    FlushCloses();  // as DoSetattr: no size report may land after the truncate
   }
   if (HasObjects(layout)) {
     if (auto inode = inodes_.Get(ino)) STRIA_RETURN_IF_ERROR(inode->DrainWrites());
@@ -226,12 +227,14 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
                           FileHandle* fh, struct stat* out) {
   LliteOp counted(&llite_, kLlSetattr);
   dir_attrs_.Drop(ino);
-  // A read's atime or a write's size waiting in a gathered close goes first: it must not
-  // land after this (a size report after a truncate would grow the file back).
+  // A read's atime or a write's size waiting in a gathered close, or for the write itself,
+  // goes first: it must not land after this (a size report after a truncate would grow the file
+  // back).
   if (std::shared_ptr<Inode> inode = inodes_.Get(ino);
       inode != nullptr &&
-      (inode->unreported_atime_ns.load() != 0 || inode->unreported_sizes.load() > 0)) {
-    closes_.Flush();
+      (inode->unreported_atime_ns.load() != 0 || inode->unreported_sizes.load() > 0 ||
+       inode->deferred_reports.load() > 0)) {
+    FlushCloses();  // with the reports that close(2)s left to the writes (DoFlush)
   }
   proto::SetattrRequest sr;
   *sr.mutable_cred() = Cred(req);

@@ -20,26 +20,29 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 
 #include "client/client.h"
+#include "client/fuse/close_batcher.h"
+#include "client/fuse/dir_attr_cache.h"
+#include "client/fuse/file_handle.h"
+#include "client/fuse/groups_cache.h"
+#include "client/fuse/inode_table.h"
+#include "client/fuse/jobid_cache.h"
+#include "client/fuse/lease_cache.h"
+#include "client/fuse/llite_params.h"
+#include "client/fuse/lock_waiters.h"
+#include "client/fuse/mount_options.h"
 #include "client/metadata.h"
 #include "client/session.h"
-#include "client/fuse/file_handle.h"
-#include "client/fuse/dir_attr_cache.h"
-#include "client/fuse/groups_cache.h"
-#include "client/fuse/jobid_cache.h"
-#include "client/fuse/llite_params.h"
-#include "client/fuse/mount_options.h"
-#include "client/fuse/inode_table.h"
-#include "client/fuse/close_batcher.h"
-#include "client/fuse/lease_cache.h"
-#include "client/fuse/lock_waiters.h"
 #include "common/status.h"
 #include "lnet/buffer.h"
 
@@ -82,9 +85,11 @@ class StriaFs {
   void set_mds_session(ClientSession* s) { mds_session_ = s; }
   // Metadata leases (lease_cache.h); without them every kernel timeout is FsOptions'.
   void set_leases(LeaseCache* leases) { leases_ = leases; }
-  // Sends every gathered close now and waits (close_batcher.h): an MDS asks before it
-  // refuses an operation for a writer, and the unmount does before the client goes.
-  void FlushCloses() { closes_.Flush(); }
+  // Sends every gathered close now and waits (close_batcher.h), after the size reports and
+  // closes that close(2)s left to their files' writes (DoFlush) have joined them: an MDS
+  // asks before it refuses an operation for a writer or answers about a file another
+  // client writes, a setattr before a truncate, and the unmount before the client goes.
+  void FlushCloses();
   CloseBatcher::Counters close_counters() const { return closes_.counters(); }
 
   Client* client() { return client_; }
@@ -189,6 +194,20 @@ class StriaFs {
   // closes the MDS open handle; sync=true (fsync, O_SYNC) makes the MDS sync it before the
   // reply, else it is durable with the MDS's next sync (as the data with the OSTs').
   Status ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync);
+  // The same once the file's writes have finished with `drained` (their first error).
+  Status ReportDrained(fuse_req_t req, FileHandle* fh, bool close, bool sync, Status drained);
+  // The rest of a release once the file's writes have finished with `drained`: the close
+  // and the handle freed.
+  Status FinishRelease(fuse_req_t req, FileHandle* fh, Status drained);
+  // Whether size reports and closes of handles open for writing go with the gathered
+  // closes: the MDS can then ask this mount for them (leases work).
+  bool Gathering() const;
+  // Runs `then` once the writes of fh's file in flight now have finished, without waiting
+  // for them (WriteBehind::AfterWrites), counted until it returns so that FlushCloses waits
+  // for it. False, and `then` is not run, when nothing is in flight and no earlier such
+  // callback waits, or, `bounded`, when closes are not gathered or kMaxDeferred wait
+  // already: the caller then waits itself.
+  bool DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then, bool bounded);
   // Sends gathered closes (the CloseBatcher's thread); once the MDS did them all, the atimes
   // they carried are no longer shown from the inodes' unreported_atime_ns.
   Result<proto::CloseBatchReply> SendCloses(const proto::CloseBatchRequest& batch);
@@ -238,6 +257,13 @@ class StriaFs {
   // Closes that report nothing, sent together (close_batcher.h).
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
                       [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};
+  // Work that close(2)s left to their files' writes (DeferUntilWritten): the tickets of
+  // those not yet done. Bounded, as the bytes they wait for are kept in memory.
+  static constexpr size_t kMaxDeferred = 32;
+  std::mutex deferred_mu_;
+  std::condition_variable deferred_cv_;  // a ticket was done
+  std::set<uint64_t> deferred_;          // GUARDED_BY(deferred_mu_)
+  uint64_t deferred_tickets_ = 0;        // GUARDED_BY(deferred_mu_): tickets ever issued
   // Runs write-behind (client/fuse/write_behind.h); declared last so it is joined first.
   // Each thread carries one bulk RPC at a time, so this is how many background writes the
   // mount keeps in flight over all OSTs (osc.*.max_rpcs_in_flight still bounds each OST at

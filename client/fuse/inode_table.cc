@@ -32,12 +32,13 @@ void Inode::NoteWrite(uint64_t end) {
 
 void Inode::NoteAcked(uint64_t end) { AtomicMax(acked_end, end); }
 
-Status Inode::DrainWrites() {
-  Status st = write_behind.Drain();
+Status Inode::DrainWrites() { return WritesDrained(write_behind.Drain()); }
+
+Status Inode::WritesDrained(Status drained) {
   if (write_failed.exchange(false)) {
     known_size.store(std::max(mds_size.load(), acked_end.load()));
   }
-  return st;
+  return drained;
 }
 
 void Inode::NoteTruncate(uint64_t size) {

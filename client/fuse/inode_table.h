@@ -50,6 +50,9 @@ struct Inode {
   // Size reports of flushes waiting in the close batcher (close_batcher.h): until the MDS
   // has them its size may be older than what this client wrote.
   std::atomic<int> unreported_sizes{0};
+  // Size reports and closes of this file that close(2)s left to its writes in flight
+  // (StriaFs::DeferUntilWritten): a setattr sends them first, as gathered ones.
+  std::atomic<int> deferred_reports{0};
   // Whether this client knows the size better than the MDS: it writes the file, or
   // reported writes the MDS has not had yet.
   bool HoldsSize() const { return writers.load() > 0 || unreported_sizes.load() > 0; }
@@ -89,6 +92,9 @@ struct Inode {
   // one failed, known_size drops back to what is stored (max of the MDS size and acked_end),
   // so neither getattr nor reads claim the bytes of a failed write.
   Status DrainWrites();
+  // What DrainWrites does once the writes are done, for `drained`, their first error, taken
+  // by a WriteBehind::AfterWrites callback.
+  Status WritesDrained(Status drained);
   // After a truncate to `size` made by this client.
   void NoteTruncate(uint64_t size);
   // The size getattr should report for an MDS size.

@@ -20,7 +20,7 @@ Status WriteBehind::Admit(uint64_t offset, uint64_t size, uint64_t max_bytes) {
   });
   if (!error_.ok()) return std::exchange(error_, Status::Ok());
   bytes_ += size;
-  ranges_.push_back({offset, end});
+  ranges_.push_back({offset, end, next_seq_++});
   return Status::Ok();
 }
 
@@ -46,15 +46,49 @@ Status WriteBehind::Run(internal::ThreadPool* pool, uint64_t offset,
   const uint64_t end = offset + data->size();
   pool->Submit([this, offset, end, data = std::move(data), write = std::move(write)] {
     Status st = write(offset, data->span());
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     bytes_ -= data->size();
     auto it = std::find_if(ranges_.begin(), ranges_.end(),
                            [&](const Range& r) { return r.start == offset && r.end == end; });
     if (it != ranges_.end()) ranges_.erase(it);
     if (!st.ok() && error_.ok()) error_ = std::move(st);
     cv_.notify_all();
+    RunWaitersLocked(lock);
   });
   return Status::Ok();
+}
+
+bool WriteBehind::ReadyLocked(const Waiter& w) const {
+  return std::none_of(ranges_.begin(), ranges_.end(),
+                      [&](const Range& r) { return r.seq < w.seq; });
+}
+
+void WriteBehind::RunWaitersLocked(std::unique_lock<std::mutex>& lock) {
+  if (running_waiters_) return;  // that thread runs the ones this write made ready too
+  running_waiters_ = true;
+  while (!waiters_.empty() && ReadyLocked(waiters_.front())) {
+    Waiter w = std::move(waiters_.front());
+    waiters_.pop_front();
+    Status st = std::exchange(error_, Status::Ok());
+    lock.unlock();
+    w.then(std::move(st));
+    lock.lock();
+  }
+  running_waiters_ = false;
+}
+
+bool WriteBehind::AfterWrites(std::function<void(Status)> then) {
+  std::lock_guard lock(mu_);
+  if (ranges_.empty() && waiters_.empty() && !running_waiters_) return false;
+  // With no range in flight, a waiter is queued only behind others that a thread is running
+  // (ranges empty and waiters left means one is): that thread runs this one too.
+  waiters_.push_back({next_seq_, std::move(then)});
+  return true;
+}
+
+void WriteBehind::KeepError(Status error) {
+  std::lock_guard lock(mu_);
+  if (!error.ok() && error_.ok()) error_ = std::move(error);
 }
 
 bool WriteBehind::Idle() {

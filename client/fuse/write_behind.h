@@ -6,12 +6,15 @@
 // never run at once (a later one waits for the earlier), so the last write wins as POSIX
 // requires; an error of a background write is kept and returned by the next Submit or Drain
 // (as NFS and Lustre report asynchronous write errors at the next write, fsync or close).
-// Whoever needs the data on the OSTs (read, flush, fsync, close, truncate) calls Drain().
+// Whoever needs the data on the OSTs (read, fsync, truncate) calls Drain(); whoever only
+// needs to act once it is there (a close(2) that reports the size, StriaFs::DoFlush) asks
+// AfterWrites to call it back then.
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -43,6 +46,18 @@ class WriteBehind {
   // Waits until no write is in flight; returns (and clears) a pending error.
   Status Drain();
 
+  // Calls `then(status)` once every write submitted before this call has finished, without
+  // waiting for them: on the pool thread that finishes the last of them. `status` is the
+  // first background error, taken as Drain takes it. Callbacks run one at a time, in the
+  // order they were given, so one may rely on an earlier one having returned (a handle's
+  // release on its flush). Returns false, and does not call `then`, when no write is in
+  // flight and no callback waits.
+  bool AfterWrites(std::function<void(Status)> then);
+
+  // Keeps `error` (if no other is) for the next Submit or Drain to return: an AfterWrites
+  // callback that took an error it could not report.
+  void KeepError(Status error);
+
   // True when no write is in flight and no error waits to be reported: a write made now
   // on the caller's thread cannot overtake or be overtaken by a background one.
   bool Idle();
@@ -50,8 +65,17 @@ class WriteBehind {
  private:
   struct Range {
     uint64_t start, end;
+    uint64_t seq;  // order of admission
+  };
+  struct Waiter {
+    uint64_t seq;  // runs once no range admitted before `seq` is in flight
+    std::function<void(Status)> then;
   };
   bool OverlapsLocked(uint64_t start, uint64_t end) const;
+  bool ReadyLocked(const Waiter& w) const;
+  // Runs the waiters whose writes have finished, in order, unless another thread is at it.
+  // REQUIRES mu_ held by `lock`; released while a waiter runs.
+  void RunWaitersLocked(std::unique_lock<std::mutex>& lock);
   // Waits for room and for overlapping writes to finish, then counts [offset, offset+size)
   // in flight; or returns (and clears) a pending error.
   Status Admit(uint64_t offset, uint64_t size, uint64_t max_bytes);
@@ -64,6 +88,9 @@ class WriteBehind {
   uint64_t bytes_ = 0;          // GUARDED_BY(mu_): bytes in flight
   std::vector<Range> ranges_;   // GUARDED_BY(mu_): byte ranges in flight
   Status error_;                // GUARDED_BY(mu_): first unreported background failure
+  uint64_t next_seq_ = 0;       // GUARDED_BY(mu_)
+  std::deque<Waiter> waiters_;  // GUARDED_BY(mu_): AfterWrites callbacks not yet run
+  bool running_waiters_ = false;  // GUARDED_BY(mu_): a thread is in RunWaitersLocked
 };
 
 }  // namespace stria::client::fuse

@@ -141,5 +141,87 @@ TEST(WriteBehindTest, InFlightBytesAreBounded) {
   EXPECT_GE(peak.load(), 2);
 }
 
+// A write that runs until its gate opens.
+struct Gate {
+  std::atomic<bool> open{false};
+  WriteBehind::WriteFn Write(Status result = Status::Ok()) {
+    return [this, result](uint64_t, std::span<const uint8_t>) {
+      while (!open.load()) std::this_thread::sleep_for(1ms);
+      return result;
+    };
+  }
+};
+
+TEST(WriteBehindTest, AfterWritesRunsOnceTheWritesBeforeItFinishedNotTheOnesAfter) {
+  internal::ThreadPool pool(4);
+  WriteBehind wb;
+  EXPECT_FALSE(wb.AfterWrites([](Status) { ADD_FAILURE() << "nothing was in flight"; }));
+  Gate before, other, after;
+  std::vector<uint8_t> d(10, 1);
+  ASSERT_TRUE(wb.Submit(&pool, 0, d, before.Write(Status(Code::kNoSpc, "OST full"))).ok());
+  ASSERT_TRUE(wb.Submit(&pool, 50, d, other.Write()).ok());
+  std::atomic<int> ran{0};
+  Status seen;
+  ASSERT_TRUE(wb.AfterWrites([&](Status st) {
+    seen = st;
+    ++ran;
+  }));
+  // Submitted after the callback was asked for: the callback does not wait for it.
+  ASSERT_TRUE(wb.Submit(&pool, 100, d, after.Write()).ok());
+  other.open = true;  // one of the writes before it finishes, the other does not
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(ran.load(), 0) << "ran before every write it waits for finished";
+  before.open = true;
+  for (int i = 0; i < 2000 && ran.load() == 0; ++i) std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(ran.load(), 1) << "did not run while a later write was still in flight";
+  EXPECT_EQ(seen.code(), Code::kNoSpc) << "the error goes to the callback";
+  after.open = true;
+  EXPECT_TRUE(wb.Drain().ok()) << "the error was taken by the callback";
+}
+
+TEST(WriteBehindTest, AfterWritesCallbacksRunInOrderOneAtATime) {
+  internal::ThreadPool pool(4);
+  WriteBehind wb;
+  Gate a, b, c;
+  std::vector<uint8_t> d(10, 1);
+  std::mutex mu;
+  std::vector<int> order;  // callbacks as they start
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  auto note = [&](int n, std::chrono::milliseconds hold) {
+    return [&, n, hold](Status) {
+      if (++inside > 1) overlapped = true;
+      {
+        std::lock_guard lock(mu);
+        order.push_back(n);
+      }
+      std::this_thread::sleep_for(hold);
+      --inside;
+    };
+  };
+  auto started = [&] {
+    std::lock_guard lock(mu);
+    return order.size();
+  };
+  ASSERT_TRUE(wb.Submit(&pool, 0, d, a.Write()).ok());
+  ASSERT_TRUE(wb.AfterWrites(note(1, 100ms)));  // waits for a
+  ASSERT_TRUE(wb.Submit(&pool, 100, d, b.Write()).ok());
+  ASSERT_TRUE(wb.Submit(&pool, 200, d, c.Write()).ok());
+  ASSERT_TRUE(wb.AfterWrites(note(2, 0ms)));  // waits for a, b and c
+  b.open = true;  // finishes first: neither may start, as a is in flight
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(started(), 0u);
+  a.open = true;  // 1 starts; c finishing while it runs must not start 2 beside it
+  for (int i = 0; i < 2000 && started() == 0; ++i) std::this_thread::sleep_for(1ms);
+  c.open = true;
+  ASSERT_TRUE(wb.Drain().ok());
+  for (int i = 0; i < 2000 && (started() < 2 || inside.load() > 0); ++i) {
+    std::this_thread::sleep_for(1ms);
+  }
+  std::lock_guard lock(mu);
+  EXPECT_EQ(order, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(overlapped.load());
+}
+
 }  // namespace
 }  // namespace stria::client::fuse
