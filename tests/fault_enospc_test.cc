@@ -5,6 +5,7 @@
 //     fsync(2) or close(2), and its size afterwards claims no byte that is not stored: it
 //     ends with data that was written, every byte below it is written data or a hole
 //     (zeros) left by a failed write, and nothing fsync'ed before is lost;
+//   - writes that fail after close(2) returned are reported by the file's next fsync;
 //   - the other OSTs keep serving reads and writes;
 //   - new files avoid the full OST (the MDS allocator skips OSTs below their reserve), a
 //     stripe_count -1 file gets every other OST;
@@ -167,6 +168,24 @@ TEST_F(EnospcTest, FullOstGivesEnospcAndNewFilesAvoidIt) {
       << tail << " bytes are not the data written there";
   fprintf(stderr, "enospc: size %llu, %llu bytes of holes left by failed writes\n",
           static_cast<unsigned long long>(size), static_cast<unsigned long long>(holes));
+
+  // A write to the full OST, then close(2): it may return before the write fails (it does
+  // not wait for it), and then the file's next fsync, on another descriptor, reports it.
+  {
+    const int wfd = open(P("pinned/big").c_str(), O_WRONLY);
+    ASSERT_GE(wfd, 0) << strerror(errno);
+    const int werr = PWriteAll(wfd, data.data(), 1 << 20, 40ull << 20);
+    const int cerr = close(wfd) == 0 ? 0 : errno;
+    const int sfd = open(P("pinned/big").c_str(), O_WRONLY);
+    ASSERT_GE(sfd, 0) << strerror(errno);
+    const int serr = fsync(sfd) == 0 ? 0 : errno;
+    close(sfd);
+    EXPECT_TRUE(werr == ENOSPC || cerr == ENOSPC || serr == ENOSPC)
+        << "writes past a full OST: write " << strerror(werr) << ", close " << strerror(cerr)
+        << ", the next fsync " << strerror(serr);
+    ASSERT_EQ(stat(P("pinned/big").c_str(), &st), 0);
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), size) << "the size claims the failed writes";
+  }
 
   // The other OSTs keep serving.
   for (int ost : {0, 2, 3}) {

@@ -354,6 +354,7 @@ Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
     if (!drained.ok()) {
       // Not reported to the application yet: its next write, fsync or close is.
       LOG_WARN("writes of inode {} before a close(2): {}", fh->inode->ino, drained.ToString());
+      ForgetKernelSize(fh->inode->ino);
       fh->inode->write_behind.KeepError(std::move(drained));
       return;
     }
@@ -366,6 +367,10 @@ Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
     return Status::Ok();
   }
   return ReportSize(req, fh, /*close=*/false, /*sync=*/false);
+}
+
+void StriaFs::ForgetKernelSize(uint64_t ino) {
+  if (session_ != nullptr) fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);
 }
 
 bool StriaFs::DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then, bool bounded) {
@@ -408,7 +413,10 @@ void StriaFs::FlushCloses() {
 
 Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
   LliteOp counted(&llite_, kLlFsync);
-  STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());
+  if (Status drained = fh->inode->DrainWrites(); !drained.ok()) {
+    ForgetKernelSize(fh->inode->ino);
+    return drained;
+  }
   if (auto layout = fh->inode->layout()) {
     STRIA_RETURN_IF_ERROR(client_->SyncObjects(*layout, fh->capas.get()));
   }
@@ -426,7 +434,10 @@ Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
   fh->released.store(true);
   auto finish = [this, fh](Status drained) {
     // Not reported to the application: its next write, fsync or close of the file is.
-    if (!drained.ok()) fh->inode->write_behind.KeepError(drained);
+    if (!drained.ok()) {
+      fh->inode->write_behind.KeepError(drained);
+      ForgetKernelSize(fh->inode->ino);
+    }
     FinishRelease(nullptr, fh, std::move(drained)).IgnoreError();  // logged there
   };
   if (DeferUntilWritten(fh, std::move(finish), /*bounded=*/false)) return Status::Ok();

@@ -199,6 +199,10 @@ class StriaFs {
   // The rest of a release once the file's writes have finished with `drained`: the close
   // and the handle freed.
   Status FinishRelease(fuse_req_t req, FileHandle* fh, Status drained);
+  // After a write failed: the kernel set the file's size to the end of the write when
+  // write(2) returned, and keeps it up to attr_timeout; it asks again (DoGetattr answers
+  // with what the OSTs stored).
+  void ForgetKernelSize(uint64_t ino);
   // Whether size reports and closes of handles open for writing go with the gathered
   // closes: the MDS can then ask this mount for them (leases work).
   bool Gathering() const;
