@@ -158,7 +158,9 @@ Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_
 }
 
 Result<size_t> StriaFs::ReadData(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
-  STRIA_RETURN_IF_ERROR(fh->inode->DrainWrites());  // read what this client wrote
+  // Read what this client wrote. A write's failure is not the read's: it stays for the
+  // file's next write, fsync or close.
+  WriteFailed(fh->inode.get(), fh->inode->write_behind.Drain()).IgnoreError();
   fh->atime_ns.store(NowNs());  // reported at close (relatime, mds/ops/open_close.cc)
   const uint64_t size = fh->inode->known_size.load();
   if (offset >= size) return size_t{0};
@@ -350,20 +352,20 @@ Status StriaFs::ReportDrained(fuse_req_t req, FileHandle* fh, bool close, bool s
 // mount for its closes first (FlushCloses), which waits for these.
 Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
   auto report = [this, fh](Status drained) {
-    drained = fh->inode->WritesDrained(std::move(drained));
-    if (!drained.ok()) {
-      // Not reported to the application yet: its next write, fsync or close is.
-      LOG_WARN("writes of inode {} before a close(2): {}", fh->inode->ino, drained.ToString());
-      ForgetKernelSize(fh->inode->ino);
-      fh->inode->write_behind.KeepError(std::move(drained));
+    if (Status st = WriteFailed(fh->inode.get(), std::move(drained)); !st.ok()) {
+      LOG_WARN("writes of inode {} before a close(2): {}", fh->inode->ino, st.ToString());
       return;
     }
-    // A release since then reports the size with its close, in one request.
+    // A release queued since reports the size with its close, in one request; it took this
+    // flush's ticket, so FlushCloses waits for it as it would for this report.
     if (fh->released.load()) return;
-    // Gathered: a failure is the batcher's to log.
+    // Gathered: a failure is the batcher's to log. The size goes again with the release:
+    // writes made since the flush through another descriptor may still be in flight now.
     ReportDrained(nullptr, fh, /*close=*/false, /*sync=*/false, Status::Ok()).IgnoreError();
+    fh->dirty.store(true);
   };
-  if (fh->dirty.load() && DeferUntilWritten(fh, std::move(report), /*bounded=*/true)) {
+  if (fh->dirty.load() && fh->inode->write_behind.InFlightBytes() <= kMaxDeferredBytes &&
+      DeferUntilWritten(fh, std::move(report), /*release=*/false)) {
     return Status::Ok();
   }
   return ReportSize(req, fh, /*close=*/false, /*sync=*/false);
@@ -373,32 +375,59 @@ void StriaFs::ForgetKernelSize(uint64_t ino) {
   if (session_ != nullptr) fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);
 }
 
-bool StriaFs::DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then, bool bounded) {
-  if (bounded && !Gathering()) return false;
+bool StriaFs::DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then, bool release) {
+  if (!release && !Gathering()) return false;
   uint64_t ticket;
   {
     std::lock_guard lock(deferred_mu_);
-    if (bounded && deferred_.size() >= kMaxDeferred) return false;
-    ticket = ++deferred_tickets_;
+    if (!release && deferred_.size() >= kMaxDeferred) return false;
+    // A release takes its flush's ticket (when one was deferred): a FlushCloses that waits
+    // for the flush's size report then waits for the release that carries it instead.
+    const uint64_t flush_ticket = release ? fh->flush_ticket.load() : 0;
+    ticket = flush_ticket != 0 ? flush_ticket : ++deferred_tickets_;
     deferred_.insert(ticket);
   }
+  if (release) {
+    fh->released.store(true);  // after the ticket: see DoFlush
+  } else {
+    fh->flush_ticket.store(ticket);
+  }
   std::shared_ptr<Inode> inode = fh->inode;
-  inode->deferred_reports.fetch_add(1);
-  const bool queued = inode->write_behind.AfterWrites(
-      [this, inode, ticket, then = std::move(then)](Status drained) {
-        then(std::move(drained));
-        inode->deferred_reports.fetch_sub(1);
-        std::lock_guard lock(deferred_mu_);
-        deferred_.erase(ticket);
-        deferred_cv_.notify_all();
-      });
-  if (!queued) {
-    inode->deferred_reports.fetch_sub(1);
+  Hold(*inode);
+  auto done = [this, inode, ticket] {
+    Unhold(inode);
     std::lock_guard lock(deferred_mu_);
-    deferred_.erase(ticket);
+    deferred_.erase(deferred_.find(ticket));
+    deferred_cv_.notify_all();
+  };
+  const bool queued =
+      inode->write_behind.AfterWrites([then = std::move(then), done](Status drained) {
+        then(std::move(drained));
+        done();
+      });
+  if (!queued) done();
+  return queued;
+}
+
+void StriaFs::Hold(Inode& inode) { inode.deferred_reports.fetch_add(1); }
+
+void StriaFs::Unhold(const std::shared_ptr<Inode>& inode) {
+  {
+    std::lock_guard lock(deferred_mu_);
+    inode->deferred_reports.fetch_sub(1);
     deferred_cv_.notify_all();
   }
-  return queued;
+  inodes_.DropIfForgotten(inode->ino);
+}
+
+Status StriaFs::WriteFailed(Inode* inode, Status drained) {
+  drained = inode->WritesDrained(std::move(drained));
+  if (!drained.ok()) {
+    // Not reported to the application: its next write, fsync or close of the file is.
+    inode->write_behind.KeepError(drained);
+    ForgetKernelSize(inode->ino);
+  }
+  return drained;
 }
 
 void StriaFs::FlushCloses() {
@@ -408,6 +437,18 @@ void StriaFs::FlushCloses() {
     const uint64_t upto = deferred_tickets_;
     deferred_cv_.wait(lock, [&] { return deferred_.empty() || *deferred_.begin() > upto; });
   }
+  closes_.Flush();
+}
+
+void StriaFs::FlushClosesOf(Inode& inode) {
+  FlushCloses();
+  // A release of the file may be between its hold and its gathered close (not deferred,
+  // or deferred after the call above): wait for it, then send again.
+  std::unique_lock lock(deferred_mu_);
+  if (inode.deferred_reports.load() == 0) return;
+  deferred_cv_.wait_for(lock, std::chrono::seconds(10),
+                        [&] { return inode.deferred_reports.load() == 0; });
+  lock.unlock();
   closes_.Flush();
 }
 
@@ -431,17 +472,14 @@ Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
   // release, but this thread would serve the next request). Unbounded: it holds no more
   // bytes than the flush before it did, and must run after that flush's callback, which
   // uses the handle.
-  fh->released.store(true);
+  // Held until the close is gathered or sent, so that a setattr meanwhile sends it first.
+  Hold(*fh->inode);
   auto finish = [this, fh](Status drained) {
-    // Not reported to the application: its next write, fsync or close of the file is.
-    if (!drained.ok()) {
-      fh->inode->write_behind.KeepError(drained);
-      ForgetKernelSize(fh->inode->ino);
-    }
-    FinishRelease(nullptr, fh, std::move(drained)).IgnoreError();  // logged there
+    FinishRelease(nullptr, fh, WriteFailed(fh->inode.get(), std::move(drained)))
+        .IgnoreError();  // logged there
   };
-  if (DeferUntilWritten(fh, std::move(finish), /*bounded=*/false)) return Status::Ok();
-  return FinishRelease(req, fh, fh->inode->write_behind.Drain());
+  if (DeferUntilWritten(fh, std::move(finish), /*release=*/true)) return Status::Ok();
+  return FinishRelease(req, fh, WriteFailed(fh->inode.get(), fh->inode->write_behind.Drain()));
 }
 
 Status StriaFs::FinishRelease(fuse_req_t req, FileHandle* fh, Status drained) {
@@ -454,6 +492,7 @@ Status StriaFs::FinishRelease(fuse_req_t req, FileHandle* fh, Status drained) {
     LOG_WARN("close of inode {} (handle {}): {}", fh->inode->ino, fh->mds_handle,
              st.ToString());
   }
+  Unhold(fh->inode);
   return st;
 }
 

@@ -185,7 +185,7 @@ Status StriaFs::Truncate(fuse_req_t req, uint64_t ino, const proto::Layout& layo
                          OpenCapas* capas) {
   if (auto inode = inodes_.Get(ino); inode != nullptr && (inode->unreported_sizes.load() > 0 ||
                                                           inode->deferred_reports.load() > 0)) {
-    FlushCloses();  // as DoSetattr: no size report may land after the truncate
+    FlushClosesOf(*inode);  // as DoSetattr: no size report may land after the truncate
   }
   if (HasObjects(layout)) {
     if (auto inode = inodes_.Get(ino)) STRIA_RETURN_IF_ERROR(inode->DrainWrites());
@@ -234,7 +234,7 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
       inode != nullptr &&
       (inode->unreported_atime_ns.load() != 0 || inode->unreported_sizes.load() > 0 ||
        inode->deferred_reports.load() > 0)) {
-    FlushCloses();  // with the reports that close(2)s left to the writes (DoFlush)
+    FlushClosesOf(*inode);  // with those that close(2)s left to the writes (DoFlush)
   }
   proto::SetattrRequest sr;
   *sr.mutable_cred() = Cred(req);

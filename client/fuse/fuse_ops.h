@@ -90,6 +90,9 @@ class StriaFs {
   // asks before it refuses an operation for a writer or answers about a file another
   // client writes, a setattr before a truncate, and the unmount before the client goes.
   void FlushCloses();
+  // The same, and then waits for the closes of `inode` still held (Hold) and sends again:
+  // before a setattr of the file, which no size report may overtake.
+  void FlushClosesOf(Inode& inode);
   CloseBatcher::Counters close_counters() const { return closes_.counters(); }
 
   Client* client() { return client_; }
@@ -199,6 +202,15 @@ class StriaFs {
   // The rest of a release once the file's writes have finished with `drained`: the close
   // and the handle freed.
   Status FinishRelease(fuse_req_t req, FileHandle* fh, Status drained);
+  // A deferred close's hold on its inode (Inode::deferred_reports): a setattr meanwhile
+  // sends the gathered closes first, and the inode table keeps the inode when the kernel
+  // forgets it (InodeTable::Forget) until the last hold goes.
+  void Hold(Inode& inode);
+  void Unhold(const std::shared_ptr<Inode>& inode);
+  // The writes of `inode` finished with `drained`: on failure the inode's size drops back
+  // to what is stored, the error is kept for the file's next write, fsync or close (no
+  // application saw it yet) and the kernel's cached size goes. Returns `drained`.
+  Status WriteFailed(Inode* inode, Status drained);
   // After a write failed: the kernel set the file's size to the end of the write when
   // write(2) returned, and keeps it up to attr_timeout; it asks again (DoGetattr answers
   // with what the OSTs stored).
@@ -209,9 +221,10 @@ class StriaFs {
   // Runs `then` once the writes of fh's file in flight now have finished, without waiting
   // for them (WriteBehind::AfterWrites), counted until it returns so that FlushCloses waits
   // for it. False, and `then` is not run, when nothing is in flight and no earlier such
-  // callback waits, or, `bounded`, when closes are not gathered or kMaxDeferred wait
-  // already: the caller then waits itself.
-  bool DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then, bool bounded);
+  // callback waits, or, for a flush (not `release`), when closes are not gathered or
+  // kMaxDeferred wait already: the caller then waits itself. A release is not bounded: it
+  // holds no more bytes than its flush did, and must run after that flush's callback.
+  bool DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then, bool release);
   // Sends gathered closes (the CloseBatcher's thread); once the MDS did them all, the atimes
   // they carried are no longer shown from the inodes' unreported_atime_ns.
   Result<proto::CloseBatchReply> SendCloses(const proto::CloseBatchRequest& batch);
@@ -262,11 +275,15 @@ class StriaFs {
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
                       [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};
   // Work that close(2)s left to their files' writes (DeferUntilWritten): the tickets of
-  // those not yet done. Bounded, as the bytes they wait for are kept in memory.
+  // those not yet done. Bounded, as the bytes they wait for are kept in memory and
+  // FlushCloses waits for them.
   static constexpr size_t kMaxDeferred = 32;
+  // Nor is a close(2) with more than this in flight: what FlushCloses waits for stays well
+  // within the time an MDS gives its lease callback.
+  static constexpr uint64_t kMaxDeferredBytes = 1 << 20;
   std::mutex deferred_mu_;
   std::condition_variable deferred_cv_;  // a ticket was done
-  std::set<uint64_t> deferred_;          // GUARDED_BY(deferred_mu_)
+  std::multiset<uint64_t> deferred_;     // GUARDED_BY(deferred_mu_)
   uint64_t deferred_tickets_ = 0;        // GUARDED_BY(deferred_mu_): tickets ever issued
   // Runs write-behind (client/fuse/write_behind.h); declared last so it is joined first.
   // Each thread carries one bulk RPC at a time, so this is how many background writes the

@@ -113,7 +113,15 @@ void InodeTable::Forget(uint64_t ino, uint64_t nlookup) {
   if (it == s.map.end()) return;
   Entry& e = it->second;
   e.nlookup = nlookup >= e.nlookup ? 0 : e.nlookup - nlookup;
-  if (e.nlookup == 0 && ino != kRootIno) s.map.erase(it);
+  if (e.nlookup == 0 && ino != kRootIno && !e.inode->Busy()) s.map.erase(it);
+}
+
+void InodeTable::DropIfForgotten(uint64_t ino) {
+  Shard& s = ShardOf(ino);
+  std::lock_guard lock(s.mu);
+  auto it = s.map.find(ino);
+  if (it == s.map.end()) return;
+  if (it->second.nlookup == 0 && ino != kRootIno && !it->second.inode->Busy()) s.map.erase(it);
 }
 
 size_t InodeTable::size() const {

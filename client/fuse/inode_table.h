@@ -53,6 +53,8 @@ struct Inode {
   // Size reports and closes of this file that close(2)s left to its writes in flight
   // (StriaFs::DeferUntilWritten): a setattr sends them first, as gathered ones.
   std::atomic<int> deferred_reports{0};
+  // Open here, or with a close still to send: kept in the table when the kernel forgets it.
+  bool Busy() const { return writers.load() > 0 || deferred_reports.load() > 0; }
   // Whether this client knows the size better than the MDS: it writes the file, or
   // reported writes the MDS has not had yet.
   bool HoldsSize() const { return writers.load() > 0 || unreported_sizes.load() > 0; }
@@ -132,8 +134,12 @@ class InodeTable {
   // increments its lookup count, records the size and, for a file, the layout (may be null).
   std::shared_ptr<Inode> Ref(const proto::Attr& attr, const proto::Layout* layout);
 
-  // The kernel dropped `nlookup` references. The root is never erased.
+  // The kernel dropped `nlookup` references. The root is never erased, nor an inode that
+  // is Busy() (a close(2) left its size report to writes still in flight): a lookup then
+  // finds the same Inode, whose reads and truncates wait for them. DropIfForgotten erases
+  // it once it is idle.
   void Forget(uint64_t ino, uint64_t nlookup);
+  void DropIfForgotten(uint64_t ino);
 
   size_t size() const;
 

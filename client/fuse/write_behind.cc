@@ -86,6 +86,11 @@ bool WriteBehind::AfterWrites(std::function<void(Status)> then) {
   return true;
 }
 
+uint64_t WriteBehind::InFlightBytes() {
+  std::lock_guard lock(mu_);
+  return bytes_;
+}
+
 void WriteBehind::KeepError(Status error) {
   std::lock_guard lock(mu_);
   if (!error.ok() && error_.ok()) error_ = std::move(error);

@@ -54,6 +54,9 @@ class WriteBehind {
   // flight and no callback waits.
   bool AfterWrites(std::function<void(Status)> then);
 
+  // Bytes in flight now.
+  uint64_t InFlightBytes();
+
   // Keeps `error` (if no other is) for the next Submit or Drain to return: an AfterWrites
   // callback that took an error it could not report.
   void KeepError(Status error);

@@ -15,8 +15,8 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(WriteBehindTest, SubmitReturnsBeforeTheWriteAndDrainWaits) {
+  WriteBehind wb;  // outlives the pool, whose threads use it last
   internal::ThreadPool pool(2);
-  WriteBehind wb;
   std::atomic<bool> done{false};
   std::vector<uint8_t> data(100, 7);
   ASSERT_TRUE(wb.Submit(&pool, 0, data, [&](uint64_t, std::span<const uint8_t> d) {
@@ -32,8 +32,8 @@ TEST(WriteBehindTest, SubmitReturnsBeforeTheWriteAndDrainWaits) {
 }
 
 TEST(WriteBehindTest, AnOwnedBufferIsWrittenAsItIsAndKeptUntilWritten) {
+  WriteBehind wb;  // outlives the pool, whose threads use it last
   internal::ThreadPool pool(2);
-  WriteBehind wb;
   auto buf = std::make_shared<lnet::Buffer>(4096);
   std::memset(buf->data(), 3, buf->size());
   const uint8_t* const where = buf->data();
@@ -52,8 +52,8 @@ TEST(WriteBehindTest, AnOwnedBufferIsWrittenAsItIsAndKeptUntilWritten) {
 }
 
 TEST(WriteBehindTest, OverlappingWritesLandInOrder) {
+  WriteBehind wb;  // outlives the pool, whose threads use it last
   internal::ThreadPool pool(4);
-  WriteBehind wb;
   std::mutex mu;
   std::map<uint64_t, uint8_t> disk;  // byte offset -> value
   auto write = [&](uint64_t off, std::span<const uint8_t> d) {
@@ -73,8 +73,8 @@ TEST(WriteBehindTest, OverlappingWritesLandInOrder) {
 }
 
 TEST(WriteBehindTest, BackgroundErrorIsReportedOnceAtTheNextCall) {
+  WriteBehind wb;  // outlives the pool, whose threads use it last
   internal::ThreadPool pool(2);
-  WriteBehind wb;
   std::vector<uint8_t> d(10, 1);
   ASSERT_TRUE(wb.Submit(&pool, 0, d, [](uint64_t, std::span<const uint8_t>) {
                   return Status(Code::kNoSpc, "OST full");
@@ -98,8 +98,8 @@ TEST(WriteBehindTest, BackgroundErrorIsReportedOnceAtTheNextCall) {
 }
 
 TEST(WriteBehindTest, IdleOnlyWithNothingInFlightAndNoErrorPending) {
+  WriteBehind wb;  // outlives the pool, whose threads use it last
   internal::ThreadPool pool(2);
-  WriteBehind wb;
   EXPECT_TRUE(wb.Idle());
   std::atomic<bool> release{false};
   std::vector<uint8_t> d(10, 1);
@@ -118,8 +118,8 @@ TEST(WriteBehindTest, IdleOnlyWithNothingInFlightAndNoErrorPending) {
 }
 
 TEST(WriteBehindTest, InFlightBytesAreBounded) {
+  WriteBehind wb;  // outlives the pool, whose threads use it last
   internal::ThreadPool pool(8);
-  WriteBehind wb;
   std::atomic<int> running{0}, peak{0};
   std::vector<uint8_t> d(1000, 1);
   for (uint64_t i = 0; i < 20; ++i) {
@@ -153,8 +153,8 @@ struct Gate {
 };
 
 TEST(WriteBehindTest, AfterWritesRunsOnceTheWritesBeforeItFinishedNotTheOnesAfter) {
+  WriteBehind wb;  // outlives the pool, whose threads use it last
   internal::ThreadPool pool(4);
-  WriteBehind wb;
   EXPECT_FALSE(wb.AfterWrites([](Status) { ADD_FAILURE() << "nothing was in flight"; }));
   Gate before, other, after;
   std::vector<uint8_t> d(10, 1);
@@ -180,8 +180,8 @@ TEST(WriteBehindTest, AfterWritesRunsOnceTheWritesBeforeItFinishedNotTheOnesAfte
 }
 
 TEST(WriteBehindTest, AfterWritesCallbacksRunInOrderOneAtATime) {
+  WriteBehind wb;  // outlives the pool, whose threads use it last
   internal::ThreadPool pool(4);
-  WriteBehind wb;
   Gate a, b, c;
   std::vector<uint8_t> d(10, 1);
   std::mutex mu;
