@@ -274,6 +274,29 @@ TEST_F(CloseBatchTest, AWriterThatDiesBeforeSendingItsSizeIsGlimpsed) {
   EXPECT_EQ(got, data);
 }
 
+TEST_F(CloseBatchTest, AnMtimeSetRightAfterCloseIsNotUndoneByTheClose) {
+  // write, close, utimes (tar, rsync): the close's size report and release, which may reach
+  // the mount after the utimes did, must not bring the write's mtime back.
+  const timespec past[2] = {{0, UTIME_OMIT}, {1'000'000'000, 0}};
+  constexpr int kFiles = 20;
+  for (int i = 0; i < kFiles; ++i) {
+    const std::string rel = "ut" + std::to_string(i);
+    ASSERT_EQ(WriteFile(P(rel), Pattern(5'000, i)), 0);
+    ASSERT_EQ(utimensat(AT_FDCWD, P(rel).c_str(), past, 0), 0) << strerror(errno);
+  }
+  Status st = g_cluster->Unmount(0);  // whatever the mount still had goes to the MDS
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  for (int i = 0; i < kFiles; ++i) {
+    const std::string rel = "ut" + std::to_string(i);
+    Result<proto::EntryReply> e = Resolve(*g_client, "/" + rel);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    EXPECT_EQ(e->attr().mtime_ns(), 1'000'000'000'000'000'000) << rel;
+    EXPECT_EQ(e->attr().size(), 5'000u) << rel;
+  }
+  st = g_cluster->Mount(0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
 TEST_F(CloseBatchTest, AnUnmountSendsWhatIsLeft) {
   ASSERT_EQ(CreateEmpty(P("last")), 0);
   const uint64_t mds0 = MdsCloses();

@@ -43,6 +43,7 @@ struct FileHandle {
   bool relatime_due = false;               // at open: a read must update atime (relatime)
   std::atomic<bool> atime_sent{false};     // the read time went to the MDS already
   std::mutex report_mu;                    // serializes size reports
+  std::atomic<uint64_t> writes{0};         // writes made through it
   std::atomic<uint64_t> flush_ticket{0};   // of the latest deferred flush (DoFlush)
   std::atomic<bool> released{false};       // its release is queued behind it (DoRelease)
 };

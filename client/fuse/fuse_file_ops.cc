@@ -189,6 +189,7 @@ Status StriaFs::DoWrite(FileHandle* fh, uint64_t offset, std::span<const uint8_t
                         std::shared_ptr<const lnet::Buffer> owned) {
   if (data.empty()) return Status::Ok();
   LliteOp counted(&llite_, kLlWrite);
+  fh->writes.fetch_add(1);  // before its dirty flag is set (DoFlush)
   ScopedJobId job(fh->cred.jobid());
   llite_.Add(kLlWriteBytes, data.size());
   // Only a spliced write (WriteBuf) comes with a buffer of its own.
@@ -351,18 +352,20 @@ Status StriaFs::ReportDrained(fuse_req_t req, FileHandle* fh, bool close, bool s
 // complete as before: an MDS that answers another client about a file open here asks this
 // mount for its closes first (FlushCloses), which waits for these.
 Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
-  auto report = [this, fh](Status drained) {
+  const uint64_t writes = fh->writes.load();
+  auto report = [this, fh, writes](Status drained, uint64_t ticket) {
     if (Status st = WriteFailed(fh->inode.get(), std::move(drained)); !st.ok()) {
       LOG_WARN("writes of inode {} before a close(2): {}", fh->inode->ino, st.ToString());
       return;
     }
-    // A release queued since reports the size with its close, in one request; it took this
-    // flush's ticket, so FlushCloses waits for it as it would for this report.
-    if (fh->released.load()) return;
-    // Gathered: a failure is the batcher's to log. The size goes again with the release:
-    // writes made since the flush through another descriptor may still be in flight now.
+    // The release queued since reports the size with its close, in one request; it took
+    // this flush's ticket, so FlushCloses waits for it as it would for this report.
+    if (fh->released.load() && fh->flush_ticket.load() == ticket) return;
+    // Gathered: a failure is the batcher's to log.
     ReportDrained(nullptr, fh, /*close=*/false, /*sync=*/false, Status::Ok()).IgnoreError();
-    fh->dirty.store(true);
+    // A write through the handle since the flush (a dup'ed descriptor) is still to report:
+    // the report above may have cleared the flag it set.
+    if (fh->writes.load() != writes) fh->dirty.store(true);
   };
   if (fh->dirty.load() && fh->inode->write_behind.InFlightBytes() <= kMaxDeferredBytes &&
       DeferUntilWritten(fh, std::move(report), /*release=*/false)) {
@@ -375,7 +378,8 @@ void StriaFs::ForgetKernelSize(uint64_t ino) {
   if (session_ != nullptr) fuse_lowlevel_notify_inval_inode(session_, ino, -1, 0);
 }
 
-bool StriaFs::DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then, bool release) {
+bool StriaFs::DeferUntilWritten(FileHandle* fh, std::function<void(Status, uint64_t)> then,
+                                bool release) {
   if (!release && !Gathering()) return false;
   uint64_t ticket;
   {
@@ -401,8 +405,8 @@ bool StriaFs::DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then
     deferred_cv_.notify_all();
   };
   const bool queued =
-      inode->write_behind.AfterWrites([then = std::move(then), done](Status drained) {
-        then(std::move(drained));
+      inode->write_behind.AfterWrites([then = std::move(then), done, ticket](Status drained) {
+        then(std::move(drained), ticket);
         done();
       });
   if (!queued) done();
@@ -443,11 +447,11 @@ void StriaFs::FlushCloses() {
 void StriaFs::FlushClosesOf(Inode& inode) {
   FlushCloses();
   // A release of the file may be between its hold and its gathered close (not deferred,
-  // or deferred after the call above): wait for it, then send again.
+  // or deferred after the call above): wait for it, then send again. Its writes end, in
+  // success or failure, within the mount's timeouts.
   std::unique_lock lock(deferred_mu_);
   if (inode.deferred_reports.load() == 0) return;
-  deferred_cv_.wait_for(lock, std::chrono::seconds(10),
-                        [&] { return inode.deferred_reports.load() == 0; });
+  deferred_cv_.wait(lock, [&] { return inode.deferred_reports.load() == 0; });
   lock.unlock();
   closes_.Flush();
 }
@@ -469,12 +473,12 @@ Status StriaFs::DoFsync(fuse_req_t req, FileHandle* fh, bool datasync) {
 Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
   LliteOp counted(&llite_, kLlClose);
   // As a flush: the close goes once the writes have (the kernel does not wait for a
-  // release, but this thread would serve the next request). Unbounded: it holds no more
-  // bytes than the flush before it did, and must run after that flush's callback, which
-  // uses the handle.
-  // Held until the close is gathered or sent, so that a setattr meanwhile sends it first.
+  // release, but this thread would serve the next request). Not bounded: it keeps no bytes
+  // in memory that the writes in flight do not, and it must run after its flush's
+  // callback, which uses the handle. Held until the close is gathered or sent, so that a
+  // setattr meanwhile sends it first (FlushClosesOf).
   Hold(*fh->inode);
-  auto finish = [this, fh](Status drained) {
+  auto finish = [this, fh](Status drained, uint64_t /*ticket*/) {
     FinishRelease(nullptr, fh, WriteFailed(fh->inode.get(), std::move(drained)))
         .IgnoreError();  // logged there
   };

@@ -224,7 +224,8 @@ class StriaFs {
   // callback waits, or, for a flush (not `release`), when closes are not gathered or
   // kMaxDeferred wait already: the caller then waits itself. A release is not bounded: it
   // holds no more bytes than its flush did, and must run after that flush's callback.
-  bool DeferUntilWritten(FileHandle* fh, std::function<void(Status)> then, bool release);
+  // `then` gets the writes' first error and the ticket it was counted under.
+  bool DeferUntilWritten(FileHandle* fh, std::function<void(Status, uint64_t)> then, bool release);
   // Sends gathered closes (the CloseBatcher's thread); once the MDS did them all, the atimes
   // they carried are no longer shown from the inodes' unreported_atime_ns.
   Result<proto::CloseBatchReply> SendCloses(const proto::CloseBatchRequest& batch);
