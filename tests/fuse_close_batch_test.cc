@@ -275,8 +275,9 @@ TEST_F(CloseBatchTest, AWriterThatDiesBeforeSendingItsSizeIsGlimpsed) {
 }
 
 TEST_F(CloseBatchTest, AnMtimeSetRightAfterCloseIsNotUndoneByTheClose) {
-  // write, close, utimes (tar, rsync): the close's size report and release, which may reach
-  // the mount after the utimes did, must not bring the write's mtime back.
+  // write, close, utimes (tar, rsync): the close's size report and release, left to the
+  // write still in flight when the utimes comes, must not bring the write's mtime back (the
+  // setattr waits for them: it fails on every file when it does not).
   const timespec past[2] = {{0, UTIME_OMIT}, {1'000'000'000, 0}};
   constexpr int kFiles = 20;
   for (int i = 0; i < kFiles; ++i) {

@@ -160,7 +160,7 @@ Result<size_t> StriaFs::DoRead(FileHandle* fh, uint64_t offset, std::span<uint8_
 Result<size_t> StriaFs::ReadData(FileHandle* fh, uint64_t offset, std::span<uint8_t> buf) {
   // Read what this client wrote. A write's failure is not the read's: it stays for the
   // file's next write, fsync or close.
-  WriteFailed(fh->inode.get(), fh->inode->write_behind.Drain()).IgnoreError();
+  SettleWrites(fh->inode.get(), fh->inode->write_behind.Drain()).IgnoreError();
   fh->atime_ns.store(NowNs());  // reported at close (relatime, mds/ops/open_close.cc)
   const uint64_t size = fh->inode->known_size.load();
   if (offset >= size) return size_t{0};
@@ -354,7 +354,7 @@ Status StriaFs::ReportDrained(fuse_req_t req, FileHandle* fh, bool close, bool s
 Status StriaFs::DoFlush(fuse_req_t req, FileHandle* fh) {
   const uint64_t writes = fh->writes.load();
   auto report = [this, fh, writes](Status drained, uint64_t ticket) {
-    if (Status st = WriteFailed(fh->inode.get(), std::move(drained)); !st.ok()) {
+    if (Status st = SettleWrites(fh->inode.get(), std::move(drained)); !st.ok()) {
       LOG_WARN("writes of inode {} before a close(2): {}", fh->inode->ino, st.ToString());
       return;
     }
@@ -424,7 +424,7 @@ void StriaFs::Unhold(const std::shared_ptr<Inode>& inode) {
   inodes_.DropIfForgotten(inode->ino);
 }
 
-Status StriaFs::WriteFailed(Inode* inode, Status drained) {
+Status StriaFs::SettleWrites(Inode* inode, Status drained) {
   drained = inode->WritesDrained(std::move(drained));
   if (!drained.ok()) {
     // Not reported to the application: its next write, fsync or close of the file is.
@@ -445,14 +445,13 @@ void StriaFs::FlushCloses() {
 }
 
 void StriaFs::FlushClosesOf(Inode& inode) {
-  FlushCloses();
-  // A release of the file may be between its hold and its gathered close (not deferred,
-  // or deferred after the call above): wait for it, then send again. Its writes end, in
-  // success or failure, within the mount's timeouts.
-  std::unique_lock lock(deferred_mu_);
-  if (inode.deferred_reports.load() == 0) return;
-  deferred_cv_.wait(lock, [&] { return inode.deferred_reports.load() == 0; });
-  lock.unlock();
+  {
+    // Every deferred report and close of the file holds it, and so does a release between
+    // its start and its gathered close. Their writes end, in success or failure, within
+    // the mount's timeouts.
+    std::unique_lock lock(deferred_mu_);
+    deferred_cv_.wait(lock, [&] { return inode.deferred_reports.load() == 0; });
+  }
   closes_.Flush();
 }
 
@@ -479,16 +478,15 @@ Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
   // setattr meanwhile sends it first (FlushClosesOf).
   Hold(*fh->inode);
   auto finish = [this, fh](Status drained, uint64_t /*ticket*/) {
-    FinishRelease(nullptr, fh, WriteFailed(fh->inode.get(), std::move(drained)))
+    FinishRelease(nullptr, fh, SettleWrites(fh->inode.get(), std::move(drained)))
         .IgnoreError();  // logged there
   };
   if (DeferUntilWritten(fh, std::move(finish), /*release=*/true)) return Status::Ok();
-  return FinishRelease(req, fh, WriteFailed(fh->inode.get(), fh->inode->write_behind.Drain()));
+  return FinishRelease(req, fh, SettleWrites(fh->inode.get(), fh->inode->write_behind.Drain()));
 }
 
-Status StriaFs::FinishRelease(fuse_req_t req, FileHandle* fh, Status drained) {
+Status StriaFs::FinishRelease(fuse_req_t req, FileHandle* fh, Status written) {
   std::unique_ptr<FileHandle> owned(fh);
-  Status written = fh->inode->WritesDrained(std::move(drained));
   Status st = ReportDrained(req, fh, /*close=*/true, /*sync=*/false, Status::Ok());
   if (st.ok()) st = written;
   if (fh->writable) fh->inode->writers.fetch_sub(1);

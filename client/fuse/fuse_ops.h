@@ -90,8 +90,8 @@ class StriaFs {
   // asks before it refuses an operation for a writer or answers about a file another
   // client writes, a setattr before a truncate, and the unmount before the client goes.
   void FlushCloses();
-  // The same, and then waits for the closes of `inode` still held (Hold) and sends again:
-  // before a setattr of the file, which no size report may overtake.
+  // The same for one file: waits for its held size reports and closes (Hold), then sends
+  // every gathered close: before a setattr of the file, which none may overtake.
   void FlushClosesOf(Inode& inode);
   CloseBatcher::Counters close_counters() const { return closes_.counters(); }
 
@@ -199,9 +199,9 @@ class StriaFs {
   Status ReportSize(fuse_req_t req, FileHandle* fh, bool close, bool sync);
   // The same once the file's writes have finished with `drained` (their first error).
   Status ReportDrained(fuse_req_t req, FileHandle* fh, bool close, bool sync, Status drained);
-  // The rest of a release once the file's writes have finished with `drained`: the close
-  // and the handle freed.
-  Status FinishRelease(fuse_req_t req, FileHandle* fh, Status drained);
+  // The rest of a release once the file's writes have finished (`written`: their first
+  // error, settled by SettleWrites): the close and the handle freed.
+  Status FinishRelease(fuse_req_t req, FileHandle* fh, Status written);
   // A deferred close's hold on its inode (Inode::deferred_reports): a setattr meanwhile
   // sends the gathered closes first, and the inode table keeps the inode when the kernel
   // forgets it (InodeTable::Forget) until the last hold goes.
@@ -210,7 +210,7 @@ class StriaFs {
   // The writes of `inode` finished with `drained`: on failure the inode's size drops back
   // to what is stored, the error is kept for the file's next write, fsync or close (no
   // application saw it yet) and the kernel's cached size goes. Returns `drained`.
-  Status WriteFailed(Inode* inode, Status drained);
+  Status SettleWrites(Inode* inode, Status drained);
   // After a write failed: the kernel set the file's size to the end of the write when
   // write(2) returned, and keeps it up to attr_timeout; it asks again (DoGetattr answers
   // with what the OSTs stored).
@@ -222,8 +222,8 @@ class StriaFs {
   // for them (WriteBehind::AfterWrites), counted until it returns so that FlushCloses waits
   // for it. False, and `then` is not run, when nothing is in flight and no earlier such
   // callback waits, or, for a flush (not `release`), when closes are not gathered or
-  // kMaxDeferred wait already: the caller then waits itself. A release is not bounded: it
-  // holds no more bytes than its flush did, and must run after that flush's callback.
+  // kMaxDeferred wait already: the caller then waits itself. A release is not bounded (see
+  // DoRelease).
   // `then` gets the writes' first error and the ticket it was counted under.
   bool DeferUntilWritten(FileHandle* fh, std::function<void(Status, uint64_t)> then, bool release);
   // Sends gathered closes (the CloseBatcher's thread); once the MDS did them all, the atimes

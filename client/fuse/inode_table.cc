@@ -113,15 +113,19 @@ void InodeTable::Forget(uint64_t ino, uint64_t nlookup) {
   if (it == s.map.end()) return;
   Entry& e = it->second;
   e.nlookup = nlookup >= e.nlookup ? 0 : e.nlookup - nlookup;
-  if (e.nlookup == 0 && ino != kRootIno && !e.inode->Busy()) s.map.erase(it);
+  EraseIfDoneLocked(s, it);
 }
 
 void InodeTable::DropIfForgotten(uint64_t ino) {
   Shard& s = ShardOf(ino);
   std::lock_guard lock(s.mu);
-  auto it = s.map.find(ino);
-  if (it == s.map.end()) return;
-  if (it->second.nlookup == 0 && ino != kRootIno && !it->second.inode->Busy()) s.map.erase(it);
+  if (auto it = s.map.find(ino); it != s.map.end()) EraseIfDoneLocked(s, it);
+}
+
+void InodeTable::EraseIfDoneLocked(Shard& s, std::unordered_map<uint64_t, Entry>::iterator it) {
+  if (it->second.nlookup == 0 && it->first != kRootIno && !it->second.inode->Busy()) {
+    s.map.erase(it);
+  }
 }
 
 size_t InodeTable::size() const {

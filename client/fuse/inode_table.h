@@ -50,8 +50,9 @@ struct Inode {
   // Size reports of flushes waiting in the close batcher (close_batcher.h): until the MDS
   // has them its size may be older than what this client wrote.
   std::atomic<int> unreported_sizes{0};
-  // Size reports and closes of this file that close(2)s left to its writes in flight
-  // (StriaFs::DeferUntilWritten): a setattr sends them first, as gathered ones.
+  // Holds of size reports and closes not yet gathered: those close(2)s left to the file's
+  // writes in flight (StriaFs::DeferUntilWritten) and releases under way (StriaFs::Hold).
+  // A setattr waits for them and sends them first.
   std::atomic<int> deferred_reports{0};
   // Open here, or with a close still to send: kept in the table when the kernel forgets it.
   bool Busy() const { return writers.load() > 0 || deferred_reports.load() > 0; }
@@ -94,8 +95,8 @@ struct Inode {
   // one failed, known_size drops back to what is stored (max of the MDS size and acked_end),
   // so neither getattr nor reads claim the bytes of a failed write.
   Status DrainWrites();
-  // What DrainWrites does once the writes are done, for `drained`, their first error, taken
-  // by a WriteBehind::AfterWrites callback.
+  // What DrainWrites does once the writes are done, for `drained`, their first error (taken
+  // by a WriteBehind::AfterWrites callback; StriaFs::SettleWrites).
   Status WritesDrained(Status drained);
   // After a truncate to `size` made by this client.
   void NoteTruncate(uint64_t size);
@@ -154,6 +155,9 @@ class InodeTable {
     std::unordered_map<uint64_t, Entry> map;  // guarded by mu
   };
   Shard& ShardOf(uint64_t ino) const { return shards_[ino % kShards]; }
+  // Erases the entry the kernel no longer references, unless it is the root or Busy().
+  // REQUIRES s.mu held.
+  static void EraseIfDoneLocked(Shard& s, std::unordered_map<uint64_t, Entry>::iterator it);
 
   mutable std::array<Shard, kShards> shards_;
 };
