@@ -134,8 +134,8 @@ uint32_t LeaseTable::Grant(const std::string& client, Kind kind, uint64_t ino,
   return static_cast<uint32_t>(options_.lease_ms);
 }
 
-LeaseTable::Who LeaseTable::TakeHolders(const std::string& requester,
-                                        const MdChanges& changes) {
+LeaseTable::Who LeaseTable::TakeHolders(const std::string& requester, const MdChanges& changes,
+                                        bool contend) {
   Who who;
   std::lock_guard lock(mu_);
   if (clients_.empty()) return who;  // nobody can hold or be granted anything
@@ -163,7 +163,9 @@ LeaseTable::Who LeaseTable::TakeHolders(const std::string& requester,
       }
       it = r.holders.erase(it);
     }
-    if (revoked) r.contended_until = now + std::chrono::milliseconds(options_.contended_ms);
+    if (revoked || contend) {
+      r.contended_until = now + std::chrono::milliseconds(options_.contended_ms);
+    }
     Schedule(key, r, Forgettable(r));
   };
   for (uint64_t d : changes.dirs) take(Kind::kEntry, d);
@@ -241,6 +243,12 @@ std::vector<std::string> LeaseTable::FlushClosesOf(const std::vector<std::string
 void LeaseTable::Revoke(const std::string& requester, const MdChanges& changes) {
   if (changes.empty()) return;
   auto who = TakeHolders(requester, changes);
+  if (!who.empty()) SendRevocations(who);
+}
+
+void LeaseTable::RevokeBeforeChange(const std::string& requester, const MdChanges& changes) {
+  if (changes.empty()) return;
+  auto who = TakeHolders(requester, changes, /*contend=*/true);
   if (!who.empty()) SendRevocations(who);
 }
 

@@ -125,6 +125,12 @@ class LeaseTable {
   void Revoke(const std::string& requester, const MdChanges& changes);
   // The same without waiting, from the revoker thread (for commits outside a capture).
   void RevokeLater(MdChanges changes);
+  // Revoke, before a change is made rather than after: what `changes` names is contended
+  // from now on even where nobody held a lease, so no other client gets one between this
+  // call and the change. An unlink or a rename that may drop a file's last link calls it
+  // for the file: a mount that opened the file under its attribute lease without telling
+  // the MDS (client/fuse/local_opens.h) registers the open before it answers.
+  void RevokeBeforeChange(const std::string& requester, const MdChanges& changes);
 
   // Asks every registered client to send the closes it is gathering (OP_MDS_CLOSE_BATCH)
   // and waits for each to answer, or to time out. For an operation that a file open for
@@ -180,7 +186,8 @@ class LeaseTable {
   };
 
   // Takes the holders to revoke (grouped by client) and marks the resources changed.
-  Who TakeHolders(const std::string& requester, const MdChanges& changes);
+  // contend: mark contended even when nobody held a lease (RevokeBeforeChange).
+  Who TakeHolders(const std::string& requester, const MdChanges& changes, bool contend = false);
   void SendRevocations(const Who& who);
   Clock::time_point Now() const;
   // Makes `r` due no later than `when`. REQUIRES mu_

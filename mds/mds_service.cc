@@ -117,6 +117,32 @@ bool SettleWriters(ClientSessions* sessions, LeaseTable* leases, Namespace& ns,
   return true;
 }
 
+// A mount may open a file it holds an attribute lease on without asking the MDS
+// (client/fuse/local_opens.h), and registers that open when the lease is revoked. So before
+// an unlink or a rename that may drop a regular file's last link, the other mounts' leases
+// on that file are revoked: a mount holding it open has registered the open when the change
+// is made, and the file stays, an orphan, until that open is closed.
+template <typename Req>
+void RevokeVictimFirst(LeaseTable& leases, const Namespace& ns, const std::string& client,
+                       const Req& req) {
+  uint64_t parent = 0;
+  std::string_view name;
+  if constexpr (std::is_same_v<Req, proto::UnlinkRequest>) {
+    if (req.is_dir()) return;
+    parent = req.parent();
+    name = req.name();
+  } else {
+    if (req.flags() & 2) return;  // RENAME_EXCHANGE (RenameRequest.flags): both names stay
+    parent = req.new_parent();
+    name = req.new_name();
+  }
+  auto entry = ns.GetDirent(parent, name);
+  if (!entry.ok() || !entry->has_value() || (*entry)->second != proto::FT_REG) return;
+  MdChanges victim;
+  victim.inos.insert((*entry)->first);
+  leases.RevokeBeforeChange(client, victim);
+}
+
 // The attributes of `attr`'s inode read again (after SettleWriters).
 void RereadAttr(const Namespace& ns, proto::Attr* attr) {
   if (auto rec = ns.GetInode(attr->ino()); rec.ok()) FillReply(*rec, attr, nullptr);
@@ -193,6 +219,10 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         }
         if constexpr (kSettlesFirst<Req>) {
           SettleWriters(sessions, leases, *ns, gateway, wire_req.ino(), ctx.client_uuid);
+        }
+        if constexpr (std::is_same_v<Req, proto::UnlinkRequest> ||
+                      std::is_same_v<Req, proto::RenameRequest>) {
+          if (leases) RevokeVictimFirst(*leases, *ns, ctx.client_uuid, wire_req);
         }
         Req storage;
         const Req& req = Squashed(wire_req, options, ctx, &storage);

@@ -41,7 +41,8 @@ ClusterOptions EnvOptions() {
   o.fsname = "cbfs";
   o.num_oss = 1;
   o.osts_per_oss = 2;
-  o.fuse_options = {"close_gather_ms=60000"};
+  // Opens made under the attribute lease wait 10 s to be registered (local_opens.h).
+  o.fuse_options = {"close_gather_ms=60000", "open_register_ms=10000"};
   return o;
 }
 
@@ -78,6 +79,19 @@ class CloseBatchTest : public MountedClusterTest {
   }
   static uint64_t Batches() { return Counter("llite.cbfs-*.close_batches", "batches"); }
   static uint64_t MdsCloses() { return Counter("mdt.*.md_stats", "close"); }
+  static uint64_t MdsOpens() { return Counter("mdt.*.md_stats", "open"); }
+  static uint64_t LocalOpens(const std::string& name) {
+    return Counter("llite.cbfs-*.local_opens", name);
+  }
+  // The MDS's attributes of inode `ino` (an orphan's too), through libstria.
+  static Result<proto::AttrReply> MdsGetattr(uint64_t ino) {
+    proto::GetattrRequest req;
+    *req.mutable_cred() = RootCred();
+    req.set_ino(ino);
+    proto::AttrReply rep;
+    STRIA_RETURN_IF_ERROR(g_client->MdsCall(proto::OP_MDS_GETATTR, req, &rep));
+    return rep;
+  }
 
   static int CreateEmpty(const std::string& path) {
     const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0644);
@@ -91,9 +105,13 @@ TEST_F(CloseBatchTest, ClosesThatReportNothingWaitAndGoTogether) {
   const uint64_t gathered0 = Gathered(), batches0 = Batches(), mds0 = MdsCloses();
   for (int i = 0; i < 20; ++i) ASSERT_EQ(CreateEmpty(P("many/f" + std::to_string(i))), 0);
   // Read back (a read-only open; its atime needs no report: atime is not older than mtime).
+  const uint64_t local0 = LocalOpens("opened");
   std::vector<uint8_t> got;
   ASSERT_EQ(ReadFile(P("many/f0"), &got), 0);
-  EXPECT_EQ(Gathered() - gathered0, 21u);
+  // The read-only open stayed in the mount (the attribute lease of the create's reply), and
+  // its close has nothing to tell the MDS.
+  EXPECT_EQ(LocalOpens("opened") - local0, 1u);
+  EXPECT_EQ(Gathered() - gathered0, 20u);
   EXPECT_EQ(Batches(), batches0) << "nothing went before the gather window or a flush";
   EXPECT_EQ(MdsCloses(), mds0) << "the MDS has seen none of the closes";
   // Unlinked while its close waits: gone from the namespace at once.
@@ -307,6 +325,85 @@ TEST_F(CloseBatchTest, AnUnmountSendsWhatIsLeft) {
   EXPECT_GT(MdsCloses(), mds0);
   st = g_cluster->Mount(0);
   ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+}  // namespace
+}  // namespace stria::testing
+
+namespace stria::testing {
+namespace {
+
+// A read-only open of a file the mount holds an attribute lease on is made in the mount
+// (client/fuse/local_opens.h; registered 10 s later here). Another client unlinks the file
+// while it is open: the MDS revokes the mount's lease before the unlink, the mount
+// registers its open first, and the file stays an orphan that the open still reads whole,
+// until its close reaches the MDS.
+TEST_F(CloseBatchTest, AnOpenMadeInTheMountIsRegisteredBeforeAnotherClientsUnlink) {
+  const std::vector<uint8_t> data = Pattern(300'000, 7);
+  ASSERT_EQ(WriteFile(P("lo"), data), 0);
+  // Another client's lookup: the MDS asks the mount for the size its close gathered.
+  Result<proto::EntryReply> e = Resolve(*g_client, "/lo");
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  ASSERT_EQ(e->attr().size(), data.size());
+  const uint64_t ino = e->attr().ino();
+  const uint64_t opened0 = LocalOpens("opened"), registered0 = LocalOpens("registered");
+  const uint64_t mds_opens0 = MdsOpens();
+  const int fd = open(P("lo").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  std::vector<uint8_t> got(data.size());
+  ASSERT_EQ(pread(fd, got.data(), 1000, 0), 1000) << strerror(errno);
+  EXPECT_EQ(LocalOpens("opened") - opened0, 1u);
+  EXPECT_EQ(LocalOpens("pending"), 1u);
+  EXPECT_EQ(MdsOpens(), mds_opens0) << "the MDS has not heard of the open";
+
+  Result<proto::EntryReply> root = Resolve(*g_client, "/");
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  proto::UnlinkRequest ul;
+  *ul.mutable_cred() = RootCred();
+  ul.set_parent(root->attr().ino());
+  ul.set_name("lo");
+  proto::UnlinkReply ulr;
+  Status st = g_client->MdsCall(proto::OP_MDS_UNLINK, ul, &ulr);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(LocalOpens("registered") - registered0, 1u) << "registered before the unlink";
+  EXPECT_EQ(MdsOpens(), mds_opens0 + 1);
+  Result<proto::AttrReply> orphan = MdsGetattr(ino);
+  ASSERT_TRUE(orphan.ok()) << "the file must stay while open: " << orphan.status().ToString();
+  EXPECT_EQ(orphan->attr().nlink(), 0u);
+  ASSERT_EQ(pread(fd, got.data(), got.size(), 0), static_cast<ssize_t>(got.size()))
+      << strerror(errno);
+  EXPECT_EQ(got, data);
+  const uint64_t gathered0 = Gathered();
+  ASSERT_EQ(close(fd), 0);
+  // The close waits with the gathered ones (the kernel's release comes after close(2)
+  // returned); the unmount sends them, and the orphan goes.
+  AwaitGathered(gathered0);
+  st = g_cluster->Unmount(0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(MdsGetattr(ino).status().code(), Code::kNoEnt);
+  st = g_cluster->Mount(0);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+}
+
+// The same mount unlinks a file it opened without the MDS: it registers the open first.
+TEST_F(CloseBatchTest, AnOpenMadeInTheMountIsRegisteredBeforeItsOwnUnlink) {
+  const std::vector<uint8_t> data = Pattern(200'000, 8);
+  ASSERT_EQ(WriteFile(P("lo2"), data), 0);
+  Result<proto::EntryReply> e = Resolve(*g_client, "/lo2");  // the size reaches the MDS
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  const uint64_t opened0 = LocalOpens("opened"), registered0 = LocalOpens("registered");
+  const int fd = open(P("lo2").c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  EXPECT_EQ(LocalOpens("opened") - opened0, 1u);
+  ASSERT_EQ(unlink(P("lo2").c_str()), 0) << strerror(errno);
+  EXPECT_EQ(LocalOpens("registered") - registered0, 1u);
+  Result<proto::AttrReply> orphan = MdsGetattr(e->attr().ino());
+  ASSERT_TRUE(orphan.ok()) << "the file must stay while open: " << orphan.status().ToString();
+  std::vector<uint8_t> got(data.size());
+  ASSERT_EQ(pread(fd, got.data(), got.size(), 0), static_cast<ssize_t>(got.size()))
+      << strerror(errno);
+  EXPECT_EQ(got, data);
+  ASSERT_EQ(close(fd), 0);
 }
 
 }  // namespace

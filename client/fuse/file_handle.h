@@ -27,7 +27,10 @@ namespace stria::client::fuse {
 
 struct FileHandle {
   std::shared_ptr<Inode> inode;
-  uint64_t mds_handle = 0;     // from OP_MDS_OPEN; 0 when none was granted
+  // From OP_MDS_OPEN; 0 when none was granted. An open made without the MDS
+  // (opened_locally) gets it when LocalOpens registers it, and only then.
+  uint64_t mds_handle = 0;
+  bool opened_locally = false;
   int flags = 0;               // open(2) flags
   bool writable = false;       // counted in inode->writers
   bool sync_writes = false;    // O_SYNC / O_DSYNC

@@ -1,5 +1,6 @@
 // StriaFs: open files — open, create, read, write, flush, fsync, release (see fuse_ops.h).
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -8,8 +9,8 @@
 #include "client/fuse/fuse_ops.h"
 #include "client/fuse/fuse_util.h"
 #include "client/jobid.h"
-#include "common/log.h"
 #include "common/layout.h"
+#include "common/log.h"
 #include "common/relatime.h"
 #include "proto/layout_components.h"
 
@@ -97,8 +98,93 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   return Status::Ok();
 }
 
+namespace {
+
+// Whether reading the file needs nothing an open's reply brings beyond attributes and
+// layout: not its bytes (Data-on-MDT's read-on-open), nor its handle (a read that finds a
+// mirror stale reports it naming the handle, client/mirror_io.h).
+bool ReadableWithoutOpenReply(const proto::Layout& layout) {
+  if (DomEnd(layout) > 0) return false;
+  for (const proto::LayoutComponent& c : layout.components()) {
+    if (MirrorIdOf(c.id()) != 0) return false;
+  }
+  return true;
+}
+
+// The mode bits grant `cred` reading, as the MDS decides it. Root: only where anyone may
+// read, as the MDS may squash it to nobody (mds/squash.h).
+bool ModeGrantsRead(const proto::Attr& a, const proto::Credentials& cred) {
+  if (cred.uid() == 0) return (a.mode() & S_IROTH) != 0;
+  if (cred.uid() == a.uid()) return (a.mode() & S_IRUSR) != 0;
+  bool in_group = cred.gid() == a.gid();
+  for (uint32_t g : cred.groups()) in_group |= g == a.gid();
+  return (a.mode() & (in_group ? S_IRGRP : S_IROTH)) != 0;
+}
+
+}  // namespace
+
+bool StriaFs::OpenLocally(fuse_req_t req, uint64_t ino, int flags, fuse_file_info* fi) {
+  if (options_.open_register_ms <= 0 || options_.capabilities || !Gathering()) return false;
+  if ((flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC)) return false;
+  std::shared_ptr<Inode> inode = inodes_.Get(ino);
+  // This mount's own writers change what the MDS has: the MDS answers those opens.
+  if (!inode || inode->writers.load() > 0 || inode->HoldsSize()) return false;
+  std::shared_ptr<const proto::Layout> layout = inode->layout();
+  std::shared_ptr<const proto::Attr> attr = inode->attr();
+  if (!layout || !attr || !S_ISREG(attr->mode()) || !ReadableWithoutOpenReply(*layout)) {
+    return false;
+  }
+  const proto::Credentials cred = Cred(req);
+  if (!ModeGrantsRead(*attr, cred)) return false;  // the MDS says why
+  auto fh = std::make_unique<FileHandle>();
+  fh->inode = inode;
+  fh->flags = flags;
+  fh->cred = cred;
+  fh->opened_locally = true;
+  fh->capas = OpenCapas::FromReply(
+      {cred, ino, /*handle=*/0, static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL))}, nullptr);
+  fh->relatime_due = RelatimeDue(attr->atime_ns(), attr->mtime_ns(), attr->ctime_ns(), NowNs());
+  // Registered in open_register_ms unless released before; a revocation of the lease
+  // registers it at once. The lease must outlast that by far: what is registered late
+  // (after the lease) could miss an unlink by another mount.
+  const auto margin =
+      std::chrono::milliseconds(options_.open_register_ms) + std::chrono::seconds(1);
+  if (!leases_->WithAttrLease(ino, margin, [&] { local_opens_.Add(fh.get(), ino); })) {
+    return false;
+  }
+  inode->set_open_data(nullptr);  // as any open: no older read-on-open bytes outlive it
+  // Close-to-open needs nothing from the MDS here: under the lease nobody else changed the
+  // file since the attributes the kernel holds. The page cache stays unless this mount saw
+  // the file change since its last open.
+  const int64_t mtime = attr->mtime_ns();
+  const uint64_t size = inode->mds_size.load();
+  const bool same_size = inode->open_size.exchange(size) == size;
+  const bool same_mtime = inode->open_mtime_ns.exchange(mtime) == mtime;
+  fi->fh = reinterpret_cast<uint64_t>(fh.release());
+  fi->keep_cache = same_size && same_mtime ? 1 : 0;
+  fi->direct_io = 0;
+  return true;
+}
+
+void StriaFs::RegisterLocalOpen(FileHandle* fh) {
+  const uint64_t ino = fh->inode->ino;
+  auto rep = md_.Open(fh->cred, ino, static_cast<uint32_t>(fh->flags & ~(O_CREAT | O_EXCL)));
+  if (!rep.ok()) {
+    // The file went meanwhile (this mount lost its leases and missed the unlink), or the
+    // MDS refuses what the mode bits seemed to grant: reads go on as they can.
+    LOG_WARN("inode {}: an open made under the lease could not be registered: {}", ino,
+             rep.status().ToString());
+    return;
+  }
+  fh->mds_handle = rep->handle();
+  if (mds_session_ != nullptr && fh->mds_handle != 0) {
+    mds_session_->Opened(fh->mds_handle, ino, /*writer=*/false);
+  }
+}
+
 Status StriaFs::DoOpen(fuse_req_t req, uint64_t ino, fuse_file_info* fi) {
   LliteOp counted(&llite_, kLlOpen);
+  if (OpenLocally(req, ino, fi->flags, fi)) return Status::Ok();
   return OpenHandle(req, ino, fi->flags, /*created=*/nullptr, fi);
 }
 
@@ -268,7 +354,8 @@ Status StriaFs::ReportDrained(fuse_req_t req, FileHandle* fh, bool close, bool s
   // fsync sends even with nothing to report: the MDS then syncs its WAL (the create of this
   // file may be answered and not yet durable).
   if (!close && !dirty && !atime_due && !sync) return Status::Ok();
-  if (close && !dirty && fh->mds_handle == 0) return Status::Ok();
+  // No handle (an open the MDS never heard of, local_opens.h): a close only for an atime.
+  if (close && !dirty && fh->mds_handle == 0 && !atime_due) return Status::Ok();
   const proto::Credentials cred = req != nullptr ? Cred(req) : fh->cred;
   const bool gathering = Gathering();
   if (!close && !sync && dirty && gathering) {
@@ -487,6 +574,8 @@ Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
 
 Status StriaFs::FinishRelease(fuse_req_t req, FileHandle* fh, Status written) {
   std::unique_ptr<FileHandle> owned(fh);
+  // Not registered yet: it never will be (mds_handle stays 0). Being registered: wait.
+  if (fh->opened_locally) local_opens_.Withdraw(fh);
   Status st = ReportDrained(req, fh, /*close=*/true, /*sync=*/false, Status::Ok());
   if (st.ok()) st = written;
   if (fh->writable) fh->inode->writers.fetch_sub(1);

@@ -157,6 +157,7 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double*
   uint64_t size = rep.attr().size();
   if (auto inode = inodes_.Get(ino)) {
     inode->ObserveMdsSize(size, held_before);
+    inode->set_attr(rep.attr());
     inode->set_layout(rep.layout());
     size = inode->ReportedSize(size);
     inode->kernel_size.store(size);
@@ -305,6 +306,7 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
   uint64_t size = rep.attr().size();
   if (auto inode = inodes_.Get(ino)) {
     inode->ObserveMdsSize(size);
+    inode->set_attr(rep.attr());
     size = inode->ReportedSize(size);
   }
   *out = AttrToStat(rep.attr(), size);
@@ -365,6 +367,8 @@ Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const 
 
 Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir) {
   LliteOp counted(&llite_, is_dir ? kLlRmdir : kLlUnlink);
+  // The MDS must know every open of a file whose last link may go (local_opens.h).
+  if (!is_dir) local_opens_.RegisterAll();
   auto unlinked = md_.Unlink(Cred(req), parent, name, is_dir);
   if (leases_ != nullptr) {
     if (unlinked.ok()) {
@@ -388,6 +392,7 @@ Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool
 Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
                          uint64_t new_parent, const char* new_name, unsigned int flags) {
   LliteOp counted(&llite_, kLlRename);
+  local_opens_.RegisterAll();  // the target's last link may go (local_opens.h)
   Status st = md_.Rename(Cred(req), parent, name, new_parent, new_name, flags);
   // A moved directory changes too (its ctime, its ".."), and its number is not known here:
   // forget every directory. After the call, so no reply that raced it brings one back.

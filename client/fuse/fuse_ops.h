@@ -39,6 +39,7 @@
 #include "client/fuse/jobid_cache.h"
 #include "client/fuse/lease_cache.h"
 #include "client/fuse/llite_params.h"
+#include "client/fuse/local_opens.h"
 #include "client/fuse/lock_waiters.h"
 #include "client/fuse/mount_options.h"
 #include "client/metadata.h"
@@ -66,6 +67,12 @@ struct FsOptions {
   // Closes that report nothing wait this long to go together (close_batcher.h); 0 sends
   // each at once.
   int close_gather_ms = 10;
+  // A read-only open of a file under the mount's attribute lease is made without the MDS,
+  // and registered there this long after unless closed before (local_opens.h); 0: every
+  // open asks the MDS. Only on a mount whose closes are gathered, and never where the
+  // cluster has a key (capabilities): an open then brings the OSS capabilities.
+  int open_register_ms = 50;
+  bool capabilities = false;  // the cluster has a key (the mount's key ring is not empty)
   // The kernel hands over the data of a WRITE through a pipe (splice, FUSE_CAP_SPLICE_READ)
   // and stria-fuse reads it once into the buffer the write-behind sends from, instead of
   // libfuse reading the request into its own buffer and the write-behind copying it again.
@@ -94,6 +101,10 @@ class StriaFs {
   // every gathered close: before a setattr of the file, which none may overtake.
   void FlushClosesOf(Inode& inode);
   CloseBatcher::Counters close_counters() const { return closes_.counters(); }
+  // A revocation of these inodes' attribute leases: the MDS hears of their opens made
+  // without it before the revocation is answered (local_opens.h).
+  void RegisterOpensOf(const std::vector<uint64_t>& inos) { local_opens_.RegisterInodes(inos); }
+  LocalOpens::Counters local_open_counters() const { return local_opens_.counters(); }
 
   Client* client() { return client_; }
   InodeTable& inodes() { return inodes_; }
@@ -202,6 +213,11 @@ class StriaFs {
   // The rest of a release once the file's writes have finished (`written`: their first
   // error, settled by SettleWrites): the close and the handle freed.
   Status FinishRelease(fuse_req_t req, FileHandle* fh, Status written);
+  // A read-only open under the attribute lease, without the MDS (local_opens.h): true when
+  // made (fi filled), false when the open must ask the MDS.
+  bool OpenLocally(fuse_req_t req, uint64_t ino, int flags, fuse_file_info* fi);
+  // LocalOpens' registration: OP_MDS_OPEN for fh, whose handle it takes.
+  void RegisterLocalOpen(FileHandle* fh);
   // A deferred close's hold on its inode (Inode::deferred_reports): a setattr meanwhile
   // sends the gathered closes first, and the inode table keeps the inode when the kernel
   // forgets it (InodeTable::Forget) until the last hold goes.
@@ -272,6 +288,9 @@ class StriaFs {
   DirAttrCache dir_attrs_{std::chrono::milliseconds(static_cast<int64_t>(options_.attr_timeout_s * 1000))};
   // Blocking lock requests, waiting for a conflicting lock to go (lock_waiters.h).
   LockWaiters lock_waiters_;
+  // Read-only opens the MDS has not heard of yet (local_opens.h).
+  LocalOpens local_opens_{std::chrono::milliseconds(options_.open_register_ms),
+                          [this](FileHandle* fh) { RegisterLocalOpen(fh); }};
   // Closes that report nothing, sent together (close_batcher.h).
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
                       [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};

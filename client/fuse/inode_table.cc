@@ -58,6 +58,17 @@ std::shared_ptr<const proto::Layout> Inode::layout() const {
   return layout_;
 }
 
+std::shared_ptr<const proto::Attr> Inode::attr() const {
+  std::lock_guard lock(mu_);
+  return attr_;
+}
+
+void Inode::set_attr(const proto::Attr& attr) {
+  auto copy = std::make_shared<const proto::Attr>(attr);
+  std::lock_guard lock(mu_);
+  attr_ = std::move(copy);
+}
+
 std::shared_ptr<const std::string> Inode::open_data() const {
   std::lock_guard lock(mu_);
   return open_data_;
@@ -102,6 +113,7 @@ std::shared_ptr<Inode> InodeTable::Ref(const proto::Attr& attr, const proto::Lay
     inode = e.inode;
   }
   inode->ObserveMdsSize(attr.size());
+  inode->set_attr(attr);
   if (layout != nullptr) inode->set_layout(*layout);
   return inode;
 }

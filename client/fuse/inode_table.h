@@ -111,6 +111,12 @@ struct Inode {
   // older reply never undoes an instantiation; returns the layout held afterwards.
   std::shared_ptr<const proto::Layout> set_layout(const proto::Layout& layout);
 
+  // The attributes of the last MDS reply that named this inode (a lookup, create,
+  // getattr or setattr): what an open under the mount's attribute lease goes by
+  // (local_opens.h). Null before one.
+  std::shared_ptr<const proto::Attr> attr() const;
+  void set_attr(const proto::Attr& attr);
+
   // Read-on-open: the whole file as the last open's reply carried it (a small Data-on-MDT
   // file), served to reads until this client changes the file (DropOpenData on every write,
   // truncate and punch) or another open brings newer bytes. Null when none.
@@ -122,6 +128,7 @@ struct Inode {
   mutable std::mutex mu_;
   std::shared_ptr<const proto::Layout> layout_;  // guarded by mu_
   std::shared_ptr<const std::string> open_data_;  // guarded by mu_
+  std::shared_ptr<const proto::Attr> attr_;       // guarded by mu_
 };
 
 class InodeTable {

@@ -89,11 +89,14 @@ Status LeaseCache::Start(fuse_session* se, const lnet::Nid& mds) {
         std::vector<uint64_t> dirs(req.dirs().begin(), req.dirs().end());
         std::vector<uint64_t> inos(req.inos().begin(), req.inos().end());
         uint64_t seq;
+        std::function<void(const std::vector<uint64_t>&)> revoked;
         {
           std::lock_guard lock(mu_);
           ++counters_.revocations;
           seq = QueueLocked(dirs, inos, /*all=*/false);
+          revoked = on_revoked_inodes_;
         }
+        if (revoked && !inos.empty()) revoked(inos);
         WaitInvalidated(seq, kInvalWait);
         return Status::Ok();
       });
@@ -270,6 +273,16 @@ double LeaseCache::AttrTimeout(uint64_t ino, uint32_t lease_ms, const Stamp& sta
   }
   ++counters_.long_timeouts;
   return Remaining(lease_ms, stamp, options_.fallback_attr_s);
+}
+
+bool LeaseCache::WithAttrLease(uint64_t ino, std::chrono::milliseconds margin,
+                               const std::function<void()>& fn) {
+  if (!enabled()) return false;
+  std::lock_guard lock(mu_);
+  auto it = attrs_.find(ino);
+  if (it == attrs_.end() || it->second < Clock::now() + margin) return false;
+  fn();
+  return true;
 }
 
 uint64_t LeaseCache::QueueLocked(const std::vector<uint64_t>& dirs,

@@ -81,6 +81,17 @@ class LeaseCache {
     std::lock_guard lock(mu_);
     flush_closes_ = std::move(fn);
   }
+  // What a revocation runs, before its reply, for the inodes whose attribute leases it
+  // revokes (StriaFs: register the opens made under them, local_opens.h).
+  void set_on_revoked_inodes(std::function<void(const std::vector<uint64_t>&)> fn) {
+    std::lock_guard lock(mu_);
+    on_revoked_inodes_ = std::move(fn);
+  }
+  // Runs fn and returns true when the mount holds an attribute lease on `ino` for at least
+  // `margin` more; false, without running it, otherwise. Under the lock a revocation takes
+  // first: what fn records is there for the revocation's on_revoked_inodes.
+  bool WithAttrLease(uint64_t ino, std::chrono::milliseconds margin,
+                     const std::function<void()>& fn);
   // The callback server's NID, as registered with the MDS (after Start).
   const std::string& callback_nid() const { return callback_nid_; }
 
@@ -155,6 +166,7 @@ class LeaseCache {
 
   mutable std::mutex mu_;
   std::function<void()> flush_closes_;  // GUARDED_BY(mu_)
+  std::function<void(const std::vector<uint64_t>&)> on_revoked_inodes_;  // GUARDED_BY(mu_)
   std::condition_variable cv_;
   uint64_t epoch_ = 0;                                                  // GUARDED_BY(mu_)
   // What the kernel was given lease-long timeouts for, until when (the latest of them): a

@@ -51,6 +51,11 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
     return fmt::format("gathered: {}\nbatches: {}\nfailed: {}\nflushes: {}\n", c.gathered,
                        c.batches, c.failed, c.flushes);
   };
+  out[llite + ".local_opens"] = [this] {
+    const LocalOpens::Counters c = local_opens_.counters();
+    return fmt::format("opened: {}\nwithdrawn: {}\nregistered: {}\npending: {}\n", c.opened,
+                       c.withdrawn, c.registered, c.pending);
+  };
   if (leases_ != nullptr) {
     out[llite + ".md_leases"] = [this] {
       const LeaseCache::Counters c = leases_->counters();

@@ -181,6 +181,8 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   fs_opts.user_xattr = mo.user_xattr;
   fs_opts.lazy_statfs = mo.lazy_statfs;
   fs_opts.close_gather_ms = mo.close_gather_ms;
+  fs_opts.open_register_ms = mo.open_register_ms;
+  fs_opts.capabilities = cfg.rpc.keys != nullptr;
   fs_opts.splice_writes = mo.splice_writes;
   if (fs_opts.splice_writes && !PipesHoldWrites(fs_opts.max_write)) {
     LOG_WARN("fs.pipe-max-size is below what a {} KiB write needs and cannot be raised here: "
@@ -207,6 +209,8 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
                                     .fsname = cfg.fsname,
                                     .keys = cfg.rpc.keys});
   leases.set_flush_closes([&fs] { fs.FlushCloses(); });
+  leases.set_on_revoked_inodes(
+      [&fs](const std::vector<uint64_t>& inos) { fs.RegisterOpensOf(inos); });
   if (Status st = leases.Start(se, cfg.mgs_nids[0]); st.ok()) {
     fs.set_leases(&leases);
   } else {

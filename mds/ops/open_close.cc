@@ -137,9 +137,12 @@ Status CloseBatch(Namespace& ns, const proto::CloseBatchRequest& req,
     return Status(Code::kInval, fmt::format("more than {} closes in one batch", kMaxCloseBatch));
   }
   for (const proto::CloseRequest& c : req.closes()) {
-    if (c.sync() || (c.handle() == 0 && !c.wrote())) {
+    // handle 0 with only a read's atime: a mount's open that never reached the MDS (an open
+    // under an attribute lease, client/fuse/local_opens.h).
+    if (c.sync() || (c.handle() == 0 && !c.wrote() && c.atime_ns() <= 0)) {
       return Status(Code::kInval,
-                    "a batched close is not synced, and names a handle or reports a write");
+                    "a batched close is not synced, and names a handle, reports a write or "
+                    "a read's atime");
     }
   }
   for (const proto::CloseRequest& c : req.closes()) {
