@@ -229,6 +229,68 @@ TEST_F(MdsServiceTest, CloseBatchDoesEachInOrderAndRefusesASyncedOne) {
   EXPECT_EQ(rec->attr.mtime_ns(), 1'700'000'000'000'000'000);
 }
 
+// The closes of a batch that change something share one transaction: each still takes
+// effect (sizes, a read's atime without a handle), one whose file is gone fails alone, and
+// the last close of a file unlinked while open removes it, after which a later close of
+// it in the same batch changes nothing (it must not write the removed inode back).
+TEST_F(MdsServiceTest, CloseBatchAppliesItsChangesTogetherAndAFailureSparesTheOthers) {
+  f_.AddOsts(1);
+  proto::CreateRequest c;
+  c.set_parent(kRootIno);
+  c.set_mode(S_IFREG | 0644);
+  c.set_open(true);
+  std::vector<proto::EntryReply> files(3);
+  for (int i = 0; i < 3; ++i) {
+    c.set_name("t" + std::to_string(i));
+    Status st = client_->Call(proto::OP_MDS_CREATE, c, &files[i]);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  // t2 is unlinked while open: an orphan until its last close.
+  proto::UnlinkRequest ul;
+  ul.set_parent(kRootIno);
+  ul.set_name("t2");
+  proto::UnlinkReply ulr;
+  ASSERT_TRUE(client_->Call(proto::OP_MDS_UNLINK, ul, &ulr).ok());
+  const int64_t read_ns = files[1].attr().mtime_ns() + 5'000'000'000;
+
+  proto::CloseBatchRequest batch;
+  proto::CloseRequest* c0 = batch.add_closes();  // t0: its size, with its handle
+  c0->set_ino(files[0].attr().ino());
+  c0->set_handle(files[0].handle());
+  c0->set_wrote(true);
+  c0->set_size(100);
+  proto::CloseRequest* gone = batch.add_closes();  // a file that is not there
+  gone->set_ino(files[2].attr().ino() + 1000);
+  gone->set_wrote(true);
+  gone->set_size(1);
+  proto::CloseRequest* c1 = batch.add_closes();  // t1: a read's atime, no handle
+  c1->set_ino(files[1].attr().ino());
+  c1->set_atime_ns(read_ns);
+  proto::CloseRequest* c2 = batch.add_closes();  // t2's last close
+  c2->set_ino(files[2].attr().ino());
+  c2->set_handle(files[2].handle());
+  proto::CloseRequest* after = batch.add_closes();  // and an atime of it after that
+  after->set_ino(files[2].attr().ino());
+  after->set_atime_ns(read_ns);
+  proto::CloseBatchReply rep;
+  Status st = client_->Call(proto::OP_MDS_CLOSE_BATCH, batch, &rep);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  EXPECT_EQ(rep.closed(), 3u);
+  EXPECT_EQ(rep.failed(), 2u);
+  Result<InodeRecord> t0 = f_.ns().GetInode(files[0].attr().ino());
+  ASSERT_TRUE(t0.ok()) << t0.status().ToString();
+  EXPECT_EQ(t0->attr.size(), 100u);
+  Result<InodeRecord> t1 = f_.ns().GetInode(files[1].attr().ino());
+  ASSERT_TRUE(t1.ok()) << t1.status().ToString();
+  EXPECT_EQ(t1->attr.atime_ns(), read_ns);
+  EXPECT_EQ(f_.ns().GetInode(files[2].attr().ino()).status().code(), Code::kNoEnt)
+      << "the orphan goes at its last close, and stays gone";
+  {
+    std::lock_guard lock(f_.ns().open_mutex());
+    EXPECT_FALSE(f_.ns().HandleOpenLocked(files[0].handle(), files[0].attr().ino()));
+  }
+}
+
 // The client's session forgets a handle closed in a batch as it does one closed alone: an
 // eviction later has nothing left to close, and the bookkeeping does not grow.
 TEST_F(MdsServiceTest, CloseBatchEndsTheHandlesAndWritersInTheClientsSession) {

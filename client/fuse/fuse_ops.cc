@@ -159,7 +159,9 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double*
     inode->ObserveMdsSize(size, held_before);
     inode->set_attr(rep.attr());
     inode->set_layout(rep.layout());
-    size = inode->ReportedSize(size);
+    // Held when asked: the report may have been answered (HoldsSize() false now) after the
+    // MDS answered this request with the size from before it.
+    size = held_before ? std::max(size, inode->known_size.load()) : inode->ReportedSize(size);
     inode->kernel_size.store(size);
     inode->kernel_mtime_ns.store(rep.attr().mtime_ns());
   }
@@ -171,8 +173,9 @@ Status StriaFs::DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double*
       st->st_atim = timespec{static_cast<time_t>(r / 1'000'000'000), static_cast<long>(r % 1'000'000'000)};
     }
   }
-  if (auto inode = inodes_.Get(ino); inode && inode->HoldsSize()) {
-    // Writes not yet reported to the MDS still change mtime and ctime (POSIX write(2)).
+  if (auto inode = inodes_.Get(ino); inode && (held_before || inode->HoldsSize())) {
+    // Writes not yet reported to the MDS still change mtime and ctime (POSIX write(2)), and
+    // so do those reported after the MDS answered.
     const int64_t w = inode->write_time_ns.load();
     const timespec ts{static_cast<time_t>(w / 1'000'000'000), static_cast<long>(w % 1'000'000'000)};
     if (w > TimespecToNs(st->st_mtim)) st->st_mtim = ts;

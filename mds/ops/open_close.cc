@@ -13,22 +13,24 @@
 // reported write time (now when absent), ctime = that time (never moving back), and a non-root writer clears
 // S_ISUID/S_ISGID as write(2) does.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <mutex>
-
-#include <fmt/format.h>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "common/layout.h"
 #include "common/log.h"
 #include "common/relatime.h"
+#include "mds/dom.h"
 #include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
-#include "mds/dom.h"
 #include "mds/ops/ops.h"
-#include "proto/layout_components.h"
 #include "mds/txn.h"
+#include "proto/layout_components.h"
 
 namespace stria::mds {
 
@@ -84,53 +86,79 @@ bool NeedsAtime(const proto::Attr& a, int64_t read_ns) {
 
 }  // namespace
 
-Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* rep) {
-  if (req.size() > kMaxFileSize) return Status(Code::kFBig, "reported size beyond the maximum");
-  bool last = false;
-  {
-    std::lock_guard open_lock(ns.open_mutex());
-    last = ns.ReleaseHandleLocked(req.handle(), req.ino());
+namespace {
+
+// Releases the close's handle. True when it was the file's last one.
+bool ReleaseHandle(Namespace& ns, const proto::CloseRequest& req) {
+  std::lock_guard open_lock(ns.open_mutex());
+  return ns.ReleaseHandleLocked(req.handle(), req.ino());
+}
+
+// A close that changes nothing (no write, no atime due, not the last close of an orphan)
+// needs no transaction: then the inode as it is, else nullopt.
+Result<std::optional<InodeRecord>> Unchanged(Namespace& ns, const proto::CloseRequest& req,
+                                             bool last) {
+  if (req.wrote()) return std::optional<InodeRecord>();
+  STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns.GetInode(req.ino()));
+  if (!(last && rec.attr.nlink() == 0) && !NeedsAtime(rec.attr, req.atime_ns())) {
+    return std::optional<InodeRecord>(std::move(rec));
   }
-  if (!req.wrote()) {
-    STRIA_ASSIGN_OR_RETURN(InodeRecord rec, ns.GetInode(req.ino()));
-    if (!(last && rec.attr.nlink() == 0) && !NeedsAtime(rec.attr, req.atime_ns())) {
-      FillReply(rec, rep->mutable_attr(), rep->mutable_layout());
-      return Status::Ok();
-    }
-  }
-  std::lock_guard lock(ns.mutex());
-  Txn txn(&ns);
+  return std::optional<InodeRecord>();
+}
+
+// What a close changes, into `txn` (REQUIRES ns.mutex()): the read's atime; the size and
+// times of the writes it reports; the last close of a file unlinked while open removes it
+// (a later close of it in the same Txn then finds it gone). Nothing changes when it fails.
+Status ApplyClose(Txn& txn, const proto::CloseRequest& req, bool last, proto::AttrReply* rep) {
   STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
+  if (req.wrote() && !rec->is_reg()) {
+    return Status(Code::kInval, "close with writes on a non-regular file");
+  }
   if (NeedsAtime(rec->attr, req.atime_ns())) {
     rec->attr.set_atime_ns(req.atime_ns());
     txn.Dirty(req.ino());
   }
-  if (!req.wrote()) {
-    FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
-    // The last close of a file unlinked while open: it goes now (unless reopened meanwhile).
-    if (last && rec->attr.nlink() == 0) txn.DropLastLink(req.ino());
-    return txn.Commit(req.sync());
+  if (req.wrote()) {
+    proto::Attr& a = rec->attr;
+    if (req.size() > a.size()) a.set_size(req.size());
+    a.set_mtime_ns(req.mtime_ns() > 0 ? req.mtime_ns() : txn.now());
+    // The write changed the status at the time it was made, not at the report (flush/close
+    // may come later): ctime = the write time, never earlier than the current ctime.
+    a.set_ctime_ns(req.mtime_ns() > 0 ? std::max(req.mtime_ns(), a.ctime_ns()) : txn.now());
+    if (req.cred().uid() != 0 && (a.mode() & (S_ISUID | S_ISGID))) {
+      uint32_t mode = a.mode() & ~static_cast<uint32_t>(S_ISUID);
+      if (mode & S_IXGRP) mode &= ~static_cast<uint32_t>(S_ISGID);
+      a.set_mode(mode);
+    }
+    txn.Dirty(req.ino());
   }
-  if (!rec->is_reg()) return Status(Code::kInval, "close with writes on a non-regular file");
-  proto::Attr& a = rec->attr;
-  if (req.size() > a.size()) a.set_size(req.size());
-  a.set_mtime_ns(req.mtime_ns() > 0 ? req.mtime_ns() : txn.now());
-  // The write changed the status at the time it was made, not at the report (flush/close may
-  // come later): ctime = the write time, never earlier than the current ctime.
-  a.set_ctime_ns(req.mtime_ns() > 0 ? std::max(req.mtime_ns(), a.ctime_ns()) : txn.now());
-  if (req.cred().uid() != 0 && (a.mode() & (S_ISUID | S_ISGID))) {
-    uint32_t mode = a.mode() & ~static_cast<uint32_t>(S_ISUID);
-    if (mode & S_IXGRP) mode &= ~static_cast<uint32_t>(S_ISGID);
-    a.set_mode(mode);
-  }
-  txn.Dirty(req.ino());
   // The reply is filled before the commit: a persisted reply (mds/reply_journal.h) is
   // written in the same batch.
   FillReply(*rec, rep->mutable_attr(), rep->mutable_layout());
-  if (last && a.nlink() == 0) txn.DropLastLink(req.ino());
+  // The last close of a file unlinked while open: it goes now (unless reopened meanwhile).
+  if (last && rec->attr.nlink() == 0) txn.DropLastLink(req.ino());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Close(Namespace& ns, const proto::CloseRequest& req, proto::AttrReply* rep) {
+  if (req.size() > kMaxFileSize) return Status(Code::kFBig, "reported size beyond the maximum");
+  const bool last = ReleaseHandle(ns, req);
+  STRIA_ASSIGN_OR_RETURN(std::optional<InodeRecord> unchanged, Unchanged(ns, req, last));
+  if (unchanged) {
+    FillReply(*unchanged, rep->mutable_attr(), rep->mutable_layout());
+    return Status::Ok();
+  }
+  std::lock_guard lock(ns.mutex());
+  Txn txn(&ns);
+  STRIA_RETURN_IF_ERROR(ApplyClose(txn, req, last, rep));
   return txn.Commit(req.sync());
 }
 
+// The closes of a batch that change something go in one transaction: one RocksDB write
+// for the batch rather than one per close (a gathered close carries a small file's size,
+// or a read's atime). One that fails (its file gone) is counted and changes nothing.
 Status CloseBatch(Namespace& ns, const proto::CloseBatchRequest& req,
                   proto::CloseBatchReply* rep) {
   if (req.closes_size() > kMaxCloseBatch) {
@@ -145,16 +173,41 @@ Status CloseBatch(Namespace& ns, const proto::CloseBatchRequest& req,
                     "a read's atime");
     }
   }
+  auto failed = [&](const proto::CloseRequest& c, const Status& st) {
+    // The handle is gone with an MDS restart, or the file with an unlink: nothing to undo.
+    LOG_DEBUG("batched close of inode {} (handle {}): {}", c.ino(), c.handle(), st.ToString());
+    rep->set_failed(rep->failed() + 1);
+  };
+  std::vector<std::pair<const proto::CloseRequest*, bool>> changing;  // with `last`
   for (const proto::CloseRequest& c : req.closes()) {
-    proto::AttrReply ignored;
-    if (Status st = Close(ns, c, &ignored); st.ok()) {
+    if (c.size() > kMaxFileSize) {
+      failed(c, Status(Code::kFBig, "reported size beyond the maximum"));
+      continue;
+    }
+    const bool last = ReleaseHandle(ns, c);
+    Result<std::optional<InodeRecord>> unchanged = Unchanged(ns, c, last);
+    if (!unchanged.ok()) {
+      failed(c, unchanged.status());
+    } else if (unchanged->has_value()) {
       rep->set_closed(rep->closed() + 1);
     } else {
-      // The handle is gone with an MDS restart, or the file with an unlink: nothing to undo.
-      LOG_DEBUG("batched close of inode {} (handle {}): {}", c.ino(), c.handle(), st.ToString());
-      rep->set_failed(rep->failed() + 1);
+      changing.emplace_back(&c, last);
     }
   }
+  if (changing.empty()) return Status::Ok();
+  std::lock_guard lock(ns.mutex());
+  Txn txn(&ns);
+  uint32_t applied = 0;
+  for (const auto& [c, last] : changing) {
+    proto::AttrReply ignored;
+    if (Status st = ApplyClose(txn, *c, last, &ignored); !st.ok()) {
+      failed(*c, st);
+    } else {
+      ++applied;
+    }
+  }
+  STRIA_RETURN_IF_ERROR(txn.Commit(/*sync=*/false));
+  rep->set_closed(rep->closed() + applied);
   return Status::Ok();
 }
 
