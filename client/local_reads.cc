@@ -178,6 +178,46 @@ void LocalReads::Forbidden(uint32_t ost_idx) {
   o.forbidden = true;
 }
 
+LocalReads::OpenObject::~OpenObject() {
+  if (fd >= 0) close(fd);
+}
+
+std::shared_ptr<const LocalReads::OpenObject> LocalReads::CachedObject(const ObjectKey& key) {
+  std::lock_guard lock(objects_mu_);
+  auto it = objects_.find(key);
+  if (it == objects_.end()) return nullptr;
+  objects_lru_.splice(objects_lru_.end(), objects_lru_, it->second);  // most recent last
+  return it->second->second;
+}
+
+void LocalReads::KeepObject(const ObjectKey& key, std::shared_ptr<const OpenObject> f) {
+  std::shared_ptr<const OpenObject> evicted;  // closed outside the lock, with its last holder
+  std::lock_guard lock(objects_mu_);
+  if (auto it = objects_.find(key); it != objects_.end()) {
+    if (it->second->second == f) return;
+    evicted = std::move(it->second->second);
+    objects_lru_.erase(it->second);
+    objects_.erase(it);
+  }
+  objects_lru_.emplace_back(key, std::move(f));
+  objects_[key] = std::prev(objects_lru_.end());
+  if (objects_lru_.size() > kMaxOpenObjects) {
+    evicted = std::move(objects_lru_.front().second);
+    objects_.erase(objects_lru_.front().first);
+    objects_lru_.pop_front();
+  }
+}
+
+void LocalReads::DropObject(const ObjectKey& key, const OpenObject* f) {
+  std::shared_ptr<const OpenObject> dropped;
+  std::lock_guard lock(objects_mu_);
+  auto it = objects_.find(key);
+  if (it == objects_.end() || it->second->second.get() != f) return;
+  dropped = std::move(it->second->second);
+  objects_lru_.erase(it->second);
+  objects_.erase(it);
+}
+
 Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
                                  std::span<uint8_t> buf, size_t* got, int deadline_ms) {
   const size_t len = buf.size();
@@ -193,24 +233,50 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   STRIA_ASSIGN_OR_RETURN(const int dir_fd, OstDir(obj.ost_idx(), deadline_ms));
   if (dir_fd < 0) return false;
   const std::string rel = oss::ObjectRelPath(obj.group(), obj.object_id());
-  const int fd = openat(dir_fd, rel.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    // A process that may not read the OST's files (a user's, through libstria) reads over
-    // the socket until the next check; a missing object is the OSS's to explain
-    // (OstIoReply::missing).
-    if (errno == EACCES || errno == EPERM) Forbidden(obj.ost_idx());
-    fallbacks_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+  const ObjectKey key{obj.ost_idx(), obj.group(), obj.object_id()};
+  std::shared_ptr<const OpenObject> file = CachedObject(key);
+  std::shared_ptr<OpenObject> fresh;  // opened now: kept once the read shows it is the object's
+  if (file == nullptr) {
+    const int opened = openat(dir_fd, rel.c_str(), O_RDONLY | O_CLOEXEC);
+    if (opened < 0) {
+      // A process that may not read the OST's files (a user's, through libstria) reads over
+      // the socket until the next check; a missing object is the OSS's to explain
+      // (OstIoReply::missing).
+      if (errno == EACCES || errno == EPERM) Forbidden(obj.ost_idx());
+      fallbacks_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    fresh = std::make_shared<OpenObject>();
+    fresh->fd = opened;
+    file = fresh;
   }
-  FileCloser closer(fd);
+  const int fd = file->fd;
   auto fall_back = [&]() -> Result<bool> {
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
     return false;
   };
   struct stat st;
-  if (fstat(fd, &st) != 0) return fall_back();
+  if (fstat(fd, &st) != 0) {
+    DropObject(key, file.get());
+    return fall_back();
+  }
+  if (fresh != nullptr) {
+    fresh->dev = st.st_dev;
+    fresh->ino = st.st_ino;
+  }
+  // The file still is that object: a destroy (its file emptied and taken back into the
+  // OST's pool, to become another object) moves it away from the object's path.
+  auto still_the_object = [&] {
+    struct stat now;
+    return fstatat(dir_fd, rel.c_str(), &now, 0) == 0 && now.st_ino == file->ino &&
+           now.st_dev == file->dev;
+  };
   const uint64_t size = oss::InlineObjectSize(static_cast<uint64_t>(st.st_size));
   if (offset >= size) {
+    if (!still_the_object()) {
+      DropObject(key, file.get());
+      return fall_back();
+    }
     *got = 0;
     reads_.fetch_add(1, std::memory_order_relaxed);
     return true;
@@ -276,13 +342,12 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     }
     pos = seg_end;
   }
-  // The file still is that object: a destroy between the open and the reads (its file
-  // emptied and taken back into the OST's pool, to become another object) has moved it.
-  struct stat now;
-  if (fstatat(dir_fd, rel.c_str(), &now, 0) != 0 || now.st_ino != st.st_ino ||
-      now.st_dev != st.st_dev) {
+  // A destroy since the open (or since an earlier read kept the descriptor) moved it.
+  if (!still_the_object()) {
+    DropObject(key, file.get());
     return fall_back();
   }
+  KeepObject(key, std::move(file));
   *got = want;
   reads_.fetch_add(1, std::memory_order_relaxed);
   return true;

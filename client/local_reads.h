@@ -32,18 +32,23 @@
 // are in the object file (the page cache is the host's), and a write in progress fails the
 // checksum check, which sends the read to the OSS. (Except into a chunk never written, which
 // has no checksum: a read racing that write may see part of it, as on a local file system.)
-// The file is opened for each read, never kept, and after the read its path must still name
-// it: an object destroyed meanwhile, its file taken back into the OST's pool to become another
-// object, sends the read to the OSS.
+// The descriptors of the last kMaxOpenObjects objects read stay open (a 4 KiB random read
+// then costs no open and close of its file), never more: a process may not hold one per
+// object. After every read the object's path must still name the file read: an object
+// destroyed meanwhile, its file taken back into the OST's pool to become another object,
+// sends the read to the OSS and drops the descriptor.
 //
 // Switches: `lctl set_param osc.*.local_reads=0` on a client (its ClientTunables), or
 // STRIA_LOCAL_READS=0 (lnet::LndConfig::local_reads) in a client's or an OSS's environment.
 // Thread-safety: thread-safe; per-OST state behind one mutex, taken briefly per read.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,6 +67,8 @@ class ClientTunables;
 // The largest read through the page cache, and (page-aligned, in whole pages) by O_DIRECT.
 inline constexpr size_t kMaxLocalReadBytes = 256 * 1024;
 inline constexpr size_t kMaxLocalDirectBytes = 8 << 20;
+// Object files kept open for reads, per Client.
+inline constexpr size_t kMaxOpenObjects = 64;
 
 class LocalReads {
  public:
@@ -108,8 +115,31 @@ class LocalReads {
   // an error when the OSS did not answer.
   Result<int> Resolve(uint32_t ost_idx, int deadline_ms);
 
+  // An object file open for reads (buffered), closed with the last holder: a read keeps it
+  // while the cache may drop it.
+  struct OpenObject {
+    int fd = -1;
+    dev_t dev = 0;
+    ino_t ino = 0;
+    ~OpenObject();
+  };
+  struct ObjectKey {
+    uint32_t ost = 0;
+    uint64_t group = 0, id = 0;
+    auto operator<=>(const ObjectKey&) const = default;
+  };
+  std::shared_ptr<const OpenObject> CachedObject(const ObjectKey& key);
+  void KeepObject(const ObjectKey& key, std::shared_ptr<const OpenObject> f);
+  // Drops `key` if it still holds `f` (a newer descriptor stays).
+  void DropObject(const ObjectKey& key, const OpenObject* f);
+
   OstTransport* const transport_;
   const ClientTunables* const tunables_;
+  std::mutex objects_mu_;
+  // Most recently used last; at most kMaxOpenObjects.
+  std::list<std::pair<ObjectKey, std::shared_ptr<const OpenObject>>>
+      objects_lru_;                                                // GUARDED_BY(objects_mu_)
+  std::map<ObjectKey, decltype(objects_lru_)::iterator> objects_;  // GUARDED_BY(objects_mu_)
   std::mutex mu_;
   std::map<uint32_t, Ost> osts_;  // GUARDED_BY(mu_)
   std::vector<int> retired_;      // GUARDED_BY(mu_): replaced descriptors, closed at the end

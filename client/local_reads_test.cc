@@ -10,6 +10,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -202,6 +203,51 @@ TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
   EXPECT_TRUE(std::equal(next.begin(), next.end(), buf.begin()));
 }
 
+// Open descriptors in this process.
+size_t OpenFds() {
+  size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+// The descriptors of the objects read last stay open, kMaxOpenObjects at most; a read of one
+// of them opens nothing, and one whose file was replaced at its path goes to the OSS.
+TEST_F(LocalReadsTest, ObjectFilesStayOpenForTheNextReadsBoundedInNumber) {
+  Start(/*local=*/true);
+  const std::vector<uint8_t> data = oss::testing::Pattern(8192, 0, 3);
+  const size_t objects = kMaxOpenObjects + 20;
+  for (uint64_t id = 1; id <= objects; ++id) Write(id, 0, data);
+  std::vector<uint8_t> buf(4096);
+  size_t got = 0;
+  ASSERT_TRUE(Try(Obj(1), 0, buf, &got));  // the OST's directory is open from now on
+  const size_t fds0 = OpenFds();
+  for (uint64_t id = 2; id <= objects; ++id) {
+    ASSERT_TRUE(Try(Obj(id), 0, buf, &got)) << id;
+    EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin()));
+  }
+  EXPECT_EQ(OpenFds(), fds0 + kMaxOpenObjects - 1) << "one kept per object, up to the bound";
+  // The most recent ones read again: no descriptor more.
+  for (uint64_t id = objects; id > objects - 10; --id) ASSERT_TRUE(Try(Obj(id), 4096, buf, &got));
+  EXPECT_EQ(OpenFds(), fds0 + kMaxOpenObjects - 1);
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin() + 4096));
+  // Another file at the object's path (not what the OSS would do, but what the check is
+  // for): the kept descriptor is not the object's file any more, the read goes to the OSS.
+  const std::string path = ObjectFile(objects);
+  ASSERT_EQ(rename(path.c_str(), (path + ".old").c_str()), 0);
+  {
+    std::ifstream in(path + ".old", std::ios::binary);
+    std::ofstream out(path, std::ios::binary);
+    out << in.rdbuf();
+  }
+  const uint64_t fallbacks = local_->fallbacks();
+  EXPECT_FALSE(Try(Obj(objects), 0, buf, &got));
+  EXPECT_EQ(local_->fallbacks(), fallbacks + 1);
+  EXPECT_TRUE(Try(Obj(objects), 0, buf, &got)) << "the new file is opened and read";
+}
+
 TEST_F(LocalReadsTest, OnlyAPeerOnTheOssHostLearnsWhereTheOstIs) {
   Start(/*local=*/false);
   auto rep = Access();
@@ -235,15 +281,18 @@ TEST_F(LocalReadsTest, AnOssThatDoesNotAnswerFailsTheReadOnceAndIsNotAskedAgainA
 TEST_F(LocalReadsTest, AProcessThatMayNotOpenTheFilesLeavesThemToTheOss) {
   Start(/*local=*/true);
   Write(1, 0, oss::testing::Pattern(8192, 0, 3));
+  Write(2, 0, oss::testing::Pattern(8192, 0, 4));
   std::vector<uint8_t> buf(4096);
   size_t got = 0;
   ASSERT_TRUE(Try(Obj(1), 0, buf, &got));  // as root: the OST is known, its files readable
   setfsuid(65534);
   const bool nobody = setfsuid(-1) == 65534;
-  EXPECT_FALSE(Try(Obj(1), 0, buf, &got));  // EACCES under the 0700 test directory
+  // Object 2: one this process has no descriptor of yet (those it opened stay usable, as
+  // any descriptor does after a change of credentials).
+  EXPECT_FALSE(Try(Obj(2), 0, buf, &got));  // EACCES under the 0700 test directory
   const uint64_t fallbacks = local_->fallbacks();
   EXPECT_EQ(fallbacks, 1u);
-  EXPECT_FALSE(Try(Obj(1), 4096, buf, &got));  // not tried again: no second fallback
+  EXPECT_FALSE(Try(Obj(2), 4096, buf, &got));  // not tried again: no second fallback
   EXPECT_EQ(local_->fallbacks(), fallbacks);
   setfsuid(0);
   ASSERT_TRUE(nobody);

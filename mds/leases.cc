@@ -74,6 +74,11 @@ Status LeaseTable::Register(const std::string& client, const std::string& callba
   return Status::Ok();
 }
 
+bool LeaseTable::OthersRegistered(const std::string& client) const {
+  std::lock_guard lock(mu_);
+  return clients_.size() > (clients_.contains(client) ? 1u : 0u);
+}
+
 bool LeaseTable::Registered(const std::string& client) const {
   std::lock_guard lock(mu_);
   return clients_.count(client) != 0;

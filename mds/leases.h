@@ -111,6 +111,8 @@ class LeaseTable {
   // error when the MDS cannot reach it (a ping, within revoke_timeout_ms).
   Status Register(const std::string& client, const std::string& callback_nid);
   bool Registered(const std::string& client) const;
+  // Whether a client other than `client` is registered (could hold a lease).
+  bool OthersRegistered(const std::string& client) const;
   // Drops every lease of `client` and its registration.
   void Forget(const std::string& client);
 

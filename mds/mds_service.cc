@@ -125,6 +125,8 @@ bool SettleWriters(ClientSessions* sessions, LeaseTable* leases, Namespace& ns,
 template <typename Req>
 void RevokeVictimFirst(LeaseTable& leases, const Namespace& ns, const std::string& client,
                        const Req& req) {
+  // Nobody else can hold a lease (a single mount's unlinks cost nothing here).
+  if (!leases.OthersRegistered(client)) return;
   uint64_t parent = 0;
   std::string_view name;
   if constexpr (std::is_same_v<Req, proto::UnlinkRequest>) {
