@@ -203,12 +203,27 @@ TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
   EXPECT_TRUE(std::equal(next.begin(), next.end(), buf.begin()));
 }
 
-// Open descriptors in this process.
-size_t OpenFds() {
+// Descriptors of this process open read-only on the object files under `dir`: the local
+// reads' (the OSS in this process keeps its own open for writing; the RPC threads' sockets
+// come and go meanwhile).
+size_t OpenFdsUnder(const std::string& dir) {
+  char real[PATH_MAX];
+  if (realpath(dir.c_str(), real) == nullptr) return 0;
+  const std::string prefix = std::string(real) + "/O/";
   size_t n = 0;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
-    (void)e;
-    ++n;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code rec;
+    const std::string target = std::filesystem::read_symlink(e.path(), rec).string();
+    if (rec || !target.starts_with(prefix)) continue;
+    std::ifstream info("/proc/self/fdinfo/" + e.path().filename().string());
+    for (std::string key; info >> key;) {
+      if (key != "flags:") continue;
+      std::string octal;
+      info >> octal;
+      if ((std::stoul(octal, nullptr, 8) & O_ACCMODE) == O_RDONLY) ++n;
+      break;
+    }
   }
   return n;
 }
@@ -223,15 +238,16 @@ TEST_F(LocalReadsTest, ObjectFilesStayOpenForTheNextReadsBoundedInNumber) {
   std::vector<uint8_t> buf(4096);
   size_t got = 0;
   ASSERT_TRUE(Try(Obj(1), 0, buf, &got));  // the OST's directory is open from now on
-  const size_t fds0 = OpenFds();
+  const size_t fds0 = OpenFdsUnder(dir_.path());
+  EXPECT_EQ(fds0, 1u);
   for (uint64_t id = 2; id <= objects; ++id) {
     ASSERT_TRUE(Try(Obj(id), 0, buf, &got)) << id;
     EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin()));
   }
-  EXPECT_EQ(OpenFds(), fds0 + kMaxOpenObjects - 1) << "one kept per object, up to the bound";
+  EXPECT_EQ(OpenFdsUnder(dir_.path()), kMaxOpenObjects) << "one kept per object, up to the bound";
   // The most recent ones read again: no descriptor more.
   for (uint64_t id = objects; id > objects - 10; --id) ASSERT_TRUE(Try(Obj(id), 4096, buf, &got));
-  EXPECT_EQ(OpenFds(), fds0 + kMaxOpenObjects - 1);
+  EXPECT_EQ(OpenFdsUnder(dir_.path()), kMaxOpenObjects);
   EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin() + 4096));
   // Another file at the object's path (not what the OSS would do, but what the check is
   // for): the kept descriptor is not the object's file any more, the read goes to the OSS.

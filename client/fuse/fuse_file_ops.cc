@@ -114,7 +114,9 @@ bool ReadableWithoutOpenReply(const proto::Layout& layout) {
 // The mode bits grant `cred` reading, as the MDS decides it. Root: only where anyone may
 // read, as the MDS may squash it to nobody (mds/squash.h).
 bool ModeGrantsRead(const proto::Attr& a, const proto::Credentials& cred) {
-  if (cred.uid() == 0) return (a.mode() & S_IROTH) != 0;
+  // (Squashed, root is nobody: the owner's or group's bits may be the ones that apply.)
+  if (cred.uid() == 0)
+    return (a.mode() & (S_IRUSR | S_IRGRP | S_IROTH)) == (S_IRUSR | S_IRGRP | S_IROTH);
   if (cred.uid() == a.uid()) return (a.mode() & S_IRUSR) != 0;
   bool in_group = cred.gid() == a.gid();
   for (uint32_t g : cred.groups()) in_group |= g == a.gid();
@@ -131,7 +133,8 @@ bool StriaFs::OpenLocally(fuse_req_t req, uint64_t ino, int flags, fuse_file_inf
   if (!inode || inode->writers.load() > 0 || inode->HoldsSize()) return false;
   std::shared_ptr<const proto::Layout> layout = inode->layout();
   std::shared_ptr<const proto::Attr> attr = inode->attr();
-  if (!layout || !attr || !S_ISREG(attr->mode()) || !ReadableWithoutOpenReply(*layout)) {
+  if (!layout || !attr || !S_ISREG(attr->mode()) || attr->nlink() == 0 ||
+      !ReadableWithoutOpenReply(*layout)) {
     return false;
   }
   const proto::Credentials cred = Cred(req);

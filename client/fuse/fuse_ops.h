@@ -71,7 +71,7 @@ struct FsOptions {
   // and registered there this long after unless closed before (local_opens.h); 0: every
   // open asks the MDS. Only on a mount whose closes are gathered, and never where the
   // cluster has a key (capabilities): an open then brings the OSS capabilities.
-  int open_register_ms = 50;
+  int open_register_ms = 0;
   bool capabilities = false;  // the cluster has a key (the mount's key ring is not empty)
   // The kernel hands over the data of a WRITE through a pipe (splice, FUSE_CAP_SPLICE_READ)
   // and stria-fuse reads it once into the buffer the write-behind sends from, instead of
@@ -105,6 +105,8 @@ class StriaFs {
   // without it before the revocation is answered (local_opens.h).
   void RegisterOpensOf(const std::vector<uint64_t>& inos) { local_opens_.RegisterInodes(inos); }
   LocalOpens::Counters local_open_counters() const { return local_opens_.counters(); }
+  // At unmount, before the MDS session goes: no registration runs after.
+  void StopLocalOpens() { local_opens_.Stop(); }
 
   Client* client() { return client_; }
   InodeTable& inodes() { return inodes_; }

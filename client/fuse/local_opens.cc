@@ -12,11 +12,13 @@ LocalOpens::LocalOpens(std::chrono::milliseconds delay, RegisterFn register_open
 LocalOpens::~LocalOpens() { Stop(); }
 
 void LocalOpens::Stop() {
-  RegisterAll();
   {
+    // The mount is going: what was not registered never will be (its files are closed).
     std::lock_guard lock(mu_);
     if (stop_) return;
     stop_ = true;
+    pending_.clear();
+    index_.clear();
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();

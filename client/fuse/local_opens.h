@@ -18,6 +18,17 @@
 // `delay` before may miss a concurrent unlink by another mount, as a Lustre client evicted
 // loses its opens.
 //
+// Off by default (open_register_ms=0), experimental: a review found races this does not
+// close yet. (1) This mount's own unlink registers what is pending before it asks the MDS,
+// and keeps its own lease on the victim: an open made by another thread between the two, or
+// through /proc/PID/fd until the lease ends, is never registered before the file goes.
+// (2) The MDS reads the victim's name before it takes its lock: a rename over that name in
+// between changes the victim without a revocation. (3) A revocation answers only after the
+// mount's OP_MDS_OPENs, which need free MDS workers: many unlinks at once can time the
+// revocations out, and the MDS then goes on without the opens. (4) The attributes an open
+// goes by are read before the lease check. The fix for (3) is to carry the pending opens in
+// the revocation's reply and have the MDS register them.
+//
 // Thread-safety: thread-safe. register_open runs on the worker thread or on the thread of
 // RegisterInodes/RegisterAll, never under the lock, one at a time per handle.
 #pragma once
@@ -48,7 +59,7 @@ class LocalOpens {
   LocalOpens(const LocalOpens&) = delete;
   LocalOpens& operator=(const LocalOpens&) = delete;
 
-  // Registers every pending open now and ends the worker.
+  // Ends the worker (after a registration in progress); pending opens are dropped.
   void Stop();
 
   // fh was opened without the MDS: register it in `delay` unless Withdraw()n first.

@@ -297,6 +297,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   FuseRing::Stop();
   LOG_INFO("unmounting {}", a.mountpoint);
   fs.FlushCloses();  // while the MDS session still runs
+  fs.StopLocalOpens();
   mds_session.set_lease_check(nullptr);
   leases.Stop();
   fuse_session_unmount(se);

@@ -21,8 +21,8 @@
 //                       others (client/fuse/close_batcher.h), default 10; 0: at once
 //   open_register_ms=MS a read-only open of a file whose attributes the mount holds under a
 //                       lease is made without the MDS and registered there this long after,
-//                       unless closed before (client/fuse/local_opens.h), default 50; 0:
-//                       every open asks the MDS
+//                       unless closed before (client/fuse/local_opens.h); default 0 (off:
+//                       every open asks the MDS), experimental: see local_opens.h
 //   mirror_timeout=S    seconds a mirror's OSTs may take before a write completes on the
 //                       other mirrors (marking it stale) or a read moves to another mirror
 //                       (client/mirror_io.h), default 5
@@ -89,7 +89,7 @@ struct MountOptions {
   int timeout_s = 300;
   int mirror_timeout_s = 5;
   int close_gather_ms = 10;
-  int open_register_ms = 50;
+  int open_register_ms = 0;
   std::string log_file;
   std::string log_level;
   std::string log_target = "auto";
