@@ -255,14 +255,20 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
     return false;
   };
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    DropObject(key, file.get());
-    return fall_back();
-  }
-  if (fresh != nullptr) {
-    fresh->dev = st.st_dev;
-    fresh->ino = st.st_ino;
+  // The object's size: the one known from the last read when this read lies below it (one
+  // system call less per random read), else the file's.
+  uint64_t size = file->known_size.load(std::memory_order_relaxed);
+  if (offset + len > size) {
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+      DropObject(key, file.get());
+      return fall_back();
+    }
+    if (fresh != nullptr) {
+      fresh->dev = st.st_dev;
+      fresh->ino = st.st_ino;
+    }
+    size = oss::InlineObjectSize(static_cast<uint64_t>(st.st_size));
   }
   // The file still is that object: a destroy (its file emptied and taken back into the
   // OST's pool, to become another object) moves it away from the object's path.
@@ -271,7 +277,6 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     return fstatat(dir_fd, rel.c_str(), &now, 0) == 0 && now.st_ino == file->ino &&
            now.st_dev == file->dev;
   };
-  const uint64_t size = oss::InlineObjectSize(static_cast<uint64_t>(st.st_size));
   if (offset >= size) {
     if (!still_the_object()) {
       DropObject(key, file.get());
@@ -347,6 +352,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     DropObject(key, file.get());
     return fall_back();
   }
+  file->known_size.store(size, std::memory_order_relaxed);
   KeepObject(key, std::move(file));
   *got = want;
   reads_.fetch_add(1, std::memory_order_relaxed);

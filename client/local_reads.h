@@ -121,6 +121,11 @@ class LocalReads {
     int fd = -1;
     dev_t dev = 0;
     ino_t ino = 0;
+    // The object's size at its last read here (0: not known). A read that lies below it needs
+    // no fstat for the size: the object cannot have shrunk under it unnoticed, since the
+    // file shrinks with the object (a short read, sent to the OSS) and a chunk truncated and
+    // grown again reads as a hole or fails its checksum, as with a fresh size.
+    mutable std::atomic<uint64_t> known_size{0};
     ~OpenObject();
   };
   struct ObjectKey {

@@ -339,5 +339,49 @@ TEST_F(LocalReadsTest, ADirectoryOfAnotherOstIsNotReadFrom) {
   close(*fd);
 }
 
+// A read below the size seen at the last read of a kept descriptor asks the file no size: an
+// object truncated since, or truncated and grown again, must still read as the OSS would
+// answer (nothing past the new end; zeros where it was cut), never its old bytes.
+TEST_F(LocalReadsTest, AKeptObjectTruncatedSinceItsLastReadShowsNoOldBytes) {
+  Start(/*local=*/true);
+  const std::vector<uint8_t> data = oss::testing::Pattern(64 << 10, 0, 6);
+  Write(1, 0, data);
+  std::vector<uint8_t> buf(4096);
+  size_t got = 0;
+  ASSERT_TRUE(Try(Obj(1), 0, buf, &got));  // kept, its size (64 KiB) known
+  auto truncate = [&](uint64_t size) {
+    proto::OstTruncateRequest req;
+    *req.mutable_object() = Obj(1);
+    req.set_size(size);
+    proto::OstIoReply rep;
+    ASSERT_TRUE(rpc_->Call(proto::OP_OST_TRUNCATE, req, &rep).ok());
+  };
+  truncate(16 << 10);
+  // Past the new end, below the old one: not served from the old bytes.
+  buf.assign(buf.size(), 0xEE);
+  if (Try(Obj(1), 32 << 10, buf, &got)) EXPECT_EQ(got, 0u);
+  EXPECT_EQ(buf[0], 0xEE);
+  // Grown again past the cut: the cut reads as zeros, the new bytes as written.
+  const std::vector<uint8_t> tail = oss::testing::Pattern(4096, 60 << 10, 7);
+  Write(1, 60 << 10, tail);
+  bool local = Try(Obj(1), 32 << 10, buf, &got);
+  if (local) {
+    EXPECT_EQ(got, buf.size());
+    EXPECT_TRUE(std::all_of(buf.begin(), buf.end(), [](uint8_t b) { return b == 0; }));
+  }
+  ASSERT_TRUE(Try(Obj(1), 60 << 10, buf, &got));
+  EXPECT_EQ(got, buf.size());
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), tail.begin()));
+  // A cut inside a chunk: the chunk's kept part, and nothing after it.
+  truncate((8 << 10) + 100);
+  buf.assign(buf.size(), 0xEE);
+  local = Try(Obj(1), 8 << 10, buf, &got);
+  if (local) {
+    EXPECT_EQ(got, 100u);
+    EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + 100, data.begin() + (8 << 10)));
+  }
+  if (Try(Obj(1), 12 << 10, buf, &got)) EXPECT_EQ(got, 0u);
+}
+
 }  // namespace
 }  // namespace stria::client
