@@ -323,7 +323,7 @@ bool Namespace::RestoreHandleLocked(uint64_t handle, uint64_t ino) {
   return true;
 }
 
-bool Namespace::ReleaseHandleLocked(uint64_t handle, uint64_t ino) {
+bool Namespace::ReleaseHandleLocked(uint64_t handle, uint64_t ino, bool* may_be_unlinked) {
   auto it = handles_.find(handle);
   if (it == handles_.end() || it->second != ino) return false;
   handles_.erase(it);
@@ -335,6 +335,8 @@ bool Namespace::ReleaseHandleLocked(uint64_t handle, uint64_t ino) {
   if (c == open_counts_.end()) return false;
   if (--c->second > 0) return false;
   open_counts_.erase(c);
+  const bool noted = may_be_unlinked_.erase(ino) > 0;
+  if (may_be_unlinked != nullptr) *may_be_unlinked = noted;
   return true;
 }
 

@@ -35,6 +35,7 @@
 #include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -180,8 +181,15 @@ class Namespace {
   // restart, whose mode is not known) is open on `ino`.
   bool HasWritersLocked(uint64_t ino) const { return writer_counts_.count(ino) != 0; }
   // REQUIRES: open_mutex() held. Forgets `handle` (of `ino`); true when it was the last
-  // handle on ino. Unknown handles (e.g. from before a restart) are ignored (false).
-  bool ReleaseHandleLocked(uint64_t handle, uint64_t ino);
+  // handle on ino. Unknown handles (e.g. from before a restart) are ignored (false). On the
+  // last, *may_be_unlinked (when given) says whether ino may have lost its last link while
+  // open (NoteMayBeUnlinkedLocked): only then must that close look at the inode.
+  bool ReleaseHandleLocked(uint64_t handle, uint64_t ino, bool* may_be_unlinked = nullptr);
+  // REQUIRES: open_mutex() held, ino open. Notes that ino may have no link left: an unlink or
+  // a rename dropped its last one while open (from the check to the commit: a failed commit
+  // leaves a note that costs its last close one read), or an open or a handle restored after
+  // a restart found it unlinked. Forgotten at its last close.
+  void NoteMayBeUnlinkedLocked(uint64_t ino) { may_be_unlinked_.insert(ino); }
   // REQUIRES: open_mutex() held.
   bool IsOpenLocked(uint64_t ino) const { return open_counts_.count(ino) != 0; }
   // REQUIRES: open_mutex() held. Whether `handle` is an open handle of regular file `ino`.
@@ -274,6 +282,7 @@ class Namespace {
   std::map<uint64_t, uint32_t> open_counts_;          // GUARDED_BY(open_mu_): ino -> handles
   std::set<uint64_t> writer_handles_;                 // GUARDED_BY(open_mu_)
   std::map<uint64_t, uint32_t> writer_counts_;        // GUARDED_BY(open_mu_): ino -> writers
+  std::unordered_set<uint64_t> may_be_unlinked_;     // GUARDED_BY(open_mu_): open inodes
 };
 
 // Group commit. Within a DeferredSync scope, mutations on this thread write their batch

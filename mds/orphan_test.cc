@@ -108,5 +108,68 @@ TEST(OrphanTest, ClosedFilesAreRemovedImmediately) {
   EXPECT_EQ(*q.Pending(), 1u);
 }
 
+// A batched close that reports nothing leaves the inode unread unless the file may have lost
+// its last link while open: every way a file becomes an orphan still has it removed at its
+// last close, and only then.
+Status CloseBatched(MdsFixture& f, uint64_t ino, uint64_t handle) {
+  proto::CloseBatchRequest req;
+  proto::CloseRequest* c = req.add_closes();
+  c->set_ino(ino);
+  c->set_handle(handle);
+  proto::CloseBatchReply rep;
+  STRIA_RETURN_IF_ERROR(CloseBatch(f.ns(), req, &rep));
+  if (rep.closed() != 1) return Status(Code::kIO, "the close was not counted as done");
+  return Status::Ok();
+}
+
+TEST(OrphanTest, BatchedClosesThatReportNothingRemoveAnOrphanAtItsLast) {
+  MdsFixture f;
+  f.AddOsts(1);
+  {
+    DestroyQueue q(&f.ns(), &f.gateway());
+    // Unlinked with two handles open.
+    const uint64_t a = f.Mkfile(kRootIno, "a").attr().ino();
+    const uint64_t a1 = OpenFile(f, a), a2 = OpenFile(f, a);
+    ASSERT_TRUE(f.Unlink(kRootIno, "a", false).ok());
+    ASSERT_TRUE(CloseBatched(f, a, a1).ok());
+    EXPECT_TRUE(GetattrStatus(f, a).ok()) << "a handle is left";
+    ASSERT_TRUE(CloseBatched(f, a, a2).ok());
+    EXPECT_EQ(GetattrStatus(f, a).code(), Code::kNoEnt);
+    EXPECT_EQ(*q.Pending(), 1u);
+    // Renamed over while open.
+    f.Mkfile(kRootIno, "new");
+    const uint64_t b = f.Mkfile(kRootIno, "b").attr().ino();
+    const uint64_t bh = OpenFile(f, b);
+    ASSERT_TRUE(f.Rename(kRootIno, "new", kRootIno, "b").ok());
+    ASSERT_TRUE(CloseBatched(f, b, bh).ok());
+    EXPECT_EQ(GetattrStatus(f, b).code(), Code::kNoEnt);
+    EXPECT_EQ(*q.Pending(), 2u);
+  }
+  // Unlinked while open before a restart: the handle given back by the client's reopen, and
+  // a new open of the orphan by its number before the reap.
+  const uint64_t c = f.Mkfile(kRootIno, "c").attr().ino();
+  const uint64_t ch = OpenFile(f, c);
+  ASSERT_TRUE(f.Unlink(kRootIno, "c", false).ok());
+  const uint64_t d = f.Mkfile(kRootIno, "d").attr().ino();
+  OpenFile(f, d);
+  ASSERT_TRUE(f.Unlink(kRootIno, "d", false).ok());
+  f.Reopen(/*reap_orphans=*/false);
+  proto::ReopenRequest reopen;
+  reopen.set_ino(c);
+  reopen.set_handle(ch);
+  proto::ReopenReply reopened;
+  ASSERT_TRUE(Reopen(f.ns(), reopen, &reopened).ok());
+  ASSERT_TRUE(CloseBatched(f, c, ch).ok());
+  EXPECT_EQ(GetattrStatus(f, c).code(), Code::kNoEnt);
+  const uint64_t dh = OpenFile(f, d);
+  ASSERT_TRUE(CloseBatched(f, d, dh).ok());
+  EXPECT_EQ(GetattrStatus(f, d).code(), Code::kNoEnt);
+  // A file with its link: left as it was.
+  const uint64_t e = f.Mkfile(kRootIno, "e").attr().ino();
+  ASSERT_TRUE(CloseBatched(f, e, OpenFile(f, e)).ok());
+  ASSERT_TRUE(GetattrStatus(f, e).ok());
+  EXPECT_EQ(f.Getattr(e).nlink(), 1u);
+}
+
 }  // namespace
 }  // namespace stria::mds

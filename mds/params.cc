@@ -117,6 +117,7 @@ std::string OstActiveName(const std::string& fsname, uint32_t index) {
 }  // namespace
 
 bool AllocTunables::OstActive(const std::string& fsname, uint32_t index) const {
+  if (osp_active.empty()) return true;  // no name to format for each OST of each create
   const std::string canonical = OstActiveName(fsname, index);
   size_t best = 0;
   bool active = true;

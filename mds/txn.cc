@@ -114,6 +114,7 @@ void Txn::DropLastLink(uint64_t ino) {
   auto it = inodes_.find(ino);
   if (it != inodes_.end() && it->second.is_reg() && ns_->IsOpenLocked(ino)) {
     batch_.Put(OrphanKey(ino), "");
+    ns_->NoteMayBeUnlinkedLocked(ino);
     dirty_.insert(ino);
     return;
   }

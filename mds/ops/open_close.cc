@@ -63,6 +63,7 @@ Status Open(Namespace& ns, const proto::OpenRequest& req, proto::OpenReply* rep)
     rep->set_has_data(true);
   }
   rep->set_handle(ns.RegisterOpenLocked(req.ino(), rec.is_reg(), (mask & kMayWrite) != 0));
+  if (rec.is_reg() && rec.attr.nlink() == 0) ns.NoteMayBeUnlinkedLocked(req.ino());
   return Status::Ok();
 }
 
@@ -73,6 +74,7 @@ Status Reopen(Namespace& ns, const proto::ReopenRequest& req, proto::ReopenReply
   if (!ns.RestoreHandleLocked(req.handle(), req.ino())) {
     return Status(Code::kBusy, "handle already in use for another file");
   }
+  if (rec.attr.nlink() == 0) ns.NoteMayBeUnlinkedLocked(req.ino());  // unlinked before
   return Status::Ok();
 }
 
@@ -88,10 +90,12 @@ bool NeedsAtime(const proto::Attr& a, int64_t read_ns) {
 
 namespace {
 
-// Releases the close's handle. True when it was the file's last one.
-bool ReleaseHandle(Namespace& ns, const proto::CloseRequest& req) {
+// Releases the close's handle. True when it was the file's last one; then *may_be_unlinked
+// (when given) says whether the file may have lost its last link while open.
+bool ReleaseHandle(Namespace& ns, const proto::CloseRequest& req,
+                   bool* may_be_unlinked = nullptr) {
   std::lock_guard open_lock(ns.open_mutex());
-  return ns.ReleaseHandleLocked(req.handle(), req.ino());
+  return ns.ReleaseHandleLocked(req.handle(), req.ino(), may_be_unlinked);
 }
 
 // A close that changes nothing (no write, no atime due, not the last close of an orphan)
@@ -184,7 +188,14 @@ Status CloseBatch(Namespace& ns, const proto::CloseBatchRequest& req,
       failed(c, Status(Code::kFBig, "reported size beyond the maximum"));
       continue;
     }
-    const bool last = ReleaseHandle(ns, c);
+    bool may_be_unlinked = false;
+    const bool last = ReleaseHandle(ns, c, &may_be_unlinked);
+    // Nothing reported and no orphan to remove: the inode need not be read (a batch's reply
+    // carries no attributes): the close of a file created or opened and left as it was.
+    if (!c.wrote() && c.atime_ns() <= 0 && !(last && may_be_unlinked)) {
+      rep->set_closed(rep->closed() + 1);
+      continue;
+    }
     Result<std::optional<InodeRecord>> unchanged = Unchanged(ns, c, last);
     if (!unchanged.ok()) {
       failed(c, unchanged.status());
