@@ -25,17 +25,6 @@ using oss::kCrcChunk;
 using oss::kCrcEntryBytes;
 using oss::kGroupDataBytes;
 
-class FileCloser {
- public:
-  explicit FileCloser(int fd) : fd_(fd) {}
-  ~FileCloser() { close(fd_); }
-  FileCloser(const FileCloser&) = delete;
-  FileCloser& operator=(const FileCloser&) = delete;
-
- private:
-  int fd_;
-};
-
 // Reads exactly the iovecs' bytes at `pos`, retrying short reads; how many it got (fewer only
 // at the end of the file), or -1.
 ssize_t PreadvFull(int fd, iovec* iov, int n, off_t pos) {
@@ -180,6 +169,7 @@ void LocalReads::Forbidden(uint32_t ost_idx) {
 
 LocalReads::OpenObject::~OpenObject() {
   if (fd >= 0) close(fd);
+  if (const int d = direct_fd.load(); d >= 0) close(d);
 }
 
 std::shared_ptr<const LocalReads::OpenObject> LocalReads::CachedObject(const ObjectKey& key) {
@@ -292,11 +282,25 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   // Large reads bring the bytes by O_DIRECT, as the OSS would (no second copy of a stream in
   // the page cache); the checksums come through the page cache, where they stay.
   int data_fd = fd;
-  std::optional<FileCloser> direct_closer;
   if (direct) {
-    data_fd = openat(dir_fd, rel.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (data_fd < 0) return fall_back();
-    direct_closer.emplace(data_fd);
+    data_fd = file->direct_fd.load(std::memory_order_acquire);
+    if (data_fd < 0) {
+      const int opened = openat(dir_fd, rel.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+      if (opened < 0) return fall_back();
+      struct stat dst;
+      if (fstat(opened, &dst) != 0 || dst.st_ino != file->ino || dst.st_dev != file->dev) {
+        close(opened);  // the path names another file now
+        DropObject(key, file.get());
+        return fall_back();
+      }
+      int expected = -1;
+      if (file->direct_fd.compare_exchange_strong(expected, opened, std::memory_order_acq_rel)) {
+        data_fd = opened;
+      } else {
+        close(opened);  // another reader's came first
+        data_fd = expected;
+      }
+    }
   }
   thread_local std::array<uint32_t, kCrcBlockBytes / kCrcEntryBytes> crcs;
   const uint64_t end = offset + want;

@@ -126,6 +126,9 @@ class LocalReads {
     // file shrinks with the object (a short read, sent to the OSS) and a chunk truncated and
     // grown again reads as a hole or fails its checksum, as with a fresh size.
     mutable std::atomic<uint64_t> known_size{0};
+    // The same file opened O_DIRECT, for the reads that bypass the page cache; -1 until the
+    // first such read opens it (and checks it is this file).
+    mutable std::atomic<int> direct_fd{-1};
     ~OpenObject();
   };
   struct ObjectKey {

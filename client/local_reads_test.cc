@@ -128,6 +128,32 @@ class LocalReadsTest : public ::testing::Test {
   std::unique_ptr<LocalReads> local_;
 };
 
+// Descriptors of this process open read-only on the object files under `dir`: the local
+// reads' (the OSS in this process keeps its own open for writing; the RPC threads' sockets
+// come and go meanwhile).
+size_t OpenFdsUnder(const std::string& dir, bool direct_only = false) {
+  char real[PATH_MAX];
+  if (realpath(dir.c_str(), real) == nullptr) return 0;
+  const std::string prefix = std::string(real) + "/O/";
+  size_t n = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
+    std::error_code rec;
+    const std::string target = std::filesystem::read_symlink(e.path(), rec).string();
+    if (rec || !target.starts_with(prefix)) continue;
+    std::ifstream info("/proc/self/fdinfo/" + e.path().filename().string());
+    for (std::string key; info >> key;) {
+      if (key != "flags:") continue;
+      std::string octal;
+      info >> octal;
+      const unsigned long flags = std::stoul(octal, nullptr, 8);
+      if ((flags & O_ACCMODE) == O_RDONLY && (!direct_only || (flags & O_DIRECT))) ++n;
+      break;
+    }
+  }
+  return n;
+}
+
 TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
   Start(/*local=*/true);
   auto rep = Access();
@@ -175,6 +201,12 @@ TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
   EXPECT_EQ(got, data.size() - (1 << 20));
   EXPECT_TRUE(std::equal(aligned.begin(), aligned.begin() + got, data.begin() + (1 << 20)));
   EXPECT_EQ(local_->reads(), 5u);
+  // The O_DIRECT descriptor stays with the object's for the next large read.
+  EXPECT_EQ(OpenFdsUnder(dir_.path(), /*direct_only=*/true), 1u);
+  ASSERT_TRUE(Try(Obj(1), 0, aligned.first(1 << 20), &got));
+  EXPECT_TRUE(std::equal(aligned.begin(), aligned.begin() + got, data.begin()));
+  EXPECT_EQ(OpenFdsUnder(dir_.path(), /*direct_only=*/true), 1u);
+  EXPECT_EQ(local_->reads(), 6u);
   // A missing object: the OSS says what that means.
   EXPECT_FALSE(Try(Obj(2), 0, std::span(buf).first(4096), &got));
   EXPECT_EQ(local_->fallbacks(), 1u);
@@ -201,31 +233,6 @@ TEST_F(LocalReadsTest, AClientOnTheOssHostReadsVerifiedBytesFromTheObjectFile) {
   ASSERT_TRUE(Try(Obj(3), 0, std::span(buf).first(20'480), &got));
   EXPECT_EQ(got, next.size());
   EXPECT_TRUE(std::equal(next.begin(), next.end(), buf.begin()));
-}
-
-// Descriptors of this process open read-only on the object files under `dir`: the local
-// reads' (the OSS in this process keeps its own open for writing; the RPC threads' sockets
-// come and go meanwhile).
-size_t OpenFdsUnder(const std::string& dir) {
-  char real[PATH_MAX];
-  if (realpath(dir.c_str(), real) == nullptr) return 0;
-  const std::string prefix = std::string(real) + "/O/";
-  size_t n = 0;
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd", ec)) {
-    std::error_code rec;
-    const std::string target = std::filesystem::read_symlink(e.path(), rec).string();
-    if (rec || !target.starts_with(prefix)) continue;
-    std::ifstream info("/proc/self/fdinfo/" + e.path().filename().string());
-    for (std::string key; info >> key;) {
-      if (key != "flags:") continue;
-      std::string octal;
-      info >> octal;
-      if ((std::stoul(octal, nullptr, 8) & O_ACCMODE) == O_RDONLY) ++n;
-      break;
-    }
-  }
-  return n;
 }
 
 // The descriptors of the objects read last stay open, kMaxOpenObjects at most; a read of one
@@ -359,7 +366,9 @@ TEST_F(LocalReadsTest, AKeptObjectTruncatedSinceItsLastReadShowsNoOldBytes) {
   truncate(16 << 10);
   // Past the new end, below the old one: not served from the old bytes.
   buf.assign(buf.size(), 0xEE);
-  if (Try(Obj(1), 32 << 10, buf, &got)) EXPECT_EQ(got, 0u);
+  if (Try(Obj(1), 32 << 10, buf, &got)) {
+    EXPECT_EQ(got, 0u);
+  }
   EXPECT_EQ(buf[0], 0xEE);
   // Grown again past the cut: the cut reads as zeros, the new bytes as written.
   const std::vector<uint8_t> tail = oss::testing::Pattern(4096, 60 << 10, 7);
@@ -380,7 +389,9 @@ TEST_F(LocalReadsTest, AKeptObjectTruncatedSinceItsLastReadShowsNoOldBytes) {
     EXPECT_EQ(got, 100u);
     EXPECT_TRUE(std::equal(buf.begin(), buf.begin() + 100, data.begin() + (8 << 10)));
   }
-  if (Try(Obj(1), 12 << 10, buf, &got)) EXPECT_EQ(got, 0u);
+  if (Try(Obj(1), 12 << 10, buf, &got)) {
+    EXPECT_EQ(got, 0u);
+  }
 }
 
 }  // namespace
