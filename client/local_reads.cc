@@ -242,6 +242,8 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   }
   const int fd = file->fd;
   auto fall_back = [&]() -> Result<bool> {
+    // The size known from the last read may be why (the object shrank): the next read asks.
+    file->known_size.store(0, std::memory_order_relaxed);
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
     return false;
   };
@@ -286,7 +288,10 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     data_fd = file->direct_fd.load(std::memory_order_acquire);
     if (data_fd < 0) {
       const int opened = openat(dir_fd, rel.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-      if (opened < 0) return fall_back();
+      if (opened < 0) {
+        if (errno == ENOENT) DropObject(key, file.get());  // destroyed meanwhile
+        return fall_back();
+      }
       struct stat dst;
       if (fstat(opened, &dst) != 0 || dst.st_ino != file->ino || dst.st_dev != file->dev) {
         close(opened);  // the path names another file now

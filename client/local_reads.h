@@ -34,7 +34,8 @@
 // has no checksum: a read racing that write may see part of it, as on a local file system.)
 // The descriptors of the last kMaxOpenObjects objects read stay open (a 4 KiB random read
 // then costs no open and close of its file), never more: a process may not hold one per
-// object. After every read the object's path must still name the file read: an object
+// object. Each has a second, O_DIRECT, once a large read used it: 2 x kMaxOpenObjects
+// descriptors at most. After every read the object's path must still name the file read: an object
 // destroyed meanwhile, its file taken back into the OST's pool to become another object,
 // sends the read to the OSS and drops the descriptor.
 //

@@ -370,6 +370,13 @@ TEST_F(LocalReadsTest, AKeptObjectTruncatedSinceItsLastReadShowsNoOldBytes) {
     EXPECT_EQ(got, 0u);
   }
   EXPECT_EQ(buf[0], 0xEE);
+  // That sent the read to the OSS, and the next ones ask the file its size again: at and
+  // past the new end they are served here, as before the truncate was seen.
+  ASSERT_TRUE(Try(Obj(1), 16 << 10, buf, &got));
+  EXPECT_EQ(got, 0u);
+  ASSERT_TRUE(Try(Obj(1), 12 << 10, std::span(buf).first(4096), &got));
+  EXPECT_EQ(got, 4096u);
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin() + (12 << 10)));
   // Grown again past the cut: the cut reads as zeros, the new bytes as written.
   const std::vector<uint8_t> tail = oss::testing::Pattern(4096, 60 << 10, 7);
   Write(1, 60 << 10, tail);

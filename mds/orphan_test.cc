@@ -63,6 +63,25 @@ TEST(OrphanTest, UnlinkWhileOpenKeepsFileUntilLastClose) {
   EXPECT_FALSE(f.ns().Get(OrphanKey(ino))->has_value());  // the mark went with the inode
 }
 
+// As linkat(2) of an unlinked file on Linux: ENOENT. A new link would keep the orphan's mark
+// on a linked file (and the restart's reap would remove it).
+TEST(OrphanTest, AFileUnlinkedWhileOpenGetsNoNewLink) {
+  MdsFixture f;
+  f.AddOsts(1);
+  const uint64_t ino = f.Mkfile(kRootIno, "f").attr().ino();
+  const uint64_t h = OpenFile(f, ino);
+  ASSERT_TRUE(f.Unlink(kRootIno, "f", false).ok());
+  proto::LinkRequest req;
+  req.set_ino(ino);
+  req.set_new_parent(kRootIno);
+  req.set_new_name("back");
+  proto::EntryReply rep;
+  EXPECT_EQ(Link(f.ns(), req, &rep).code(), Code::kNoEnt);
+  EXPECT_EQ(f.Lookup(kRootIno, "back").status().code(), Code::kNoEnt);
+  ASSERT_TRUE(CloseFile(f, ino, h).ok());
+  EXPECT_EQ(GetattrStatus(f, ino).code(), Code::kNoEnt);
+}
+
 TEST(OrphanTest, RenameOverOpenFile) {
   MdsFixture f;
   f.AddOsts(1);

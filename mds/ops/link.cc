@@ -1,6 +1,7 @@
 // OP_MDS_LINK: a hard link new_parent/new_name to inode `ino`.
-//   EPERM for directories; EEXIST when the name exists; EMLINK past kMaxLinks; EACCES without
-//   write+search on new_parent.
+//   EPERM for directories; ENOENT for a file unlinked while open (as Linux refuses linkat of
+//   one: its last close must remove it); EEXIST when the name exists; EMLINK past kMaxLinks;
+//   EACCES without write+search on new_parent.
 #include <mutex>
 
 #include "mds/internal/op_util.h"
@@ -16,6 +17,7 @@ Status Link(Namespace& ns, const proto::LinkRequest& req, proto::EntryReply* rep
   Txn txn(&ns);
   STRIA_ASSIGN_OR_RETURN(InodeRecord * rec, txn.Inode(req.ino()));
   if (rec->is_dir()) return Status(Code::kPerm, "hard links to directories are not allowed");
+  if (rec->attr.nlink() == 0) return Status(Code::kNoEnt, "the file was unlinked");
   STRIA_ASSIGN_OR_RETURN(InodeRecord * dir, WritableDir(txn, req.new_parent(), req.cred()));
   STRIA_ASSIGN_OR_RETURN(auto existing, ns.GetDirent(req.new_parent(), req.new_name()));
   if (existing) return Status(Code::kExist, "'" + req.new_name() + "' exists");

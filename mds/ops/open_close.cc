@@ -191,7 +191,8 @@ Status CloseBatch(Namespace& ns, const proto::CloseBatchRequest& req,
     bool may_be_unlinked = false;
     const bool last = ReleaseHandle(ns, c, &may_be_unlinked);
     // Nothing reported and no orphan to remove: the inode need not be read (a batch's reply
-    // carries no attributes): the close of a file created or opened and left as it was.
+    // carries no attributes): the close of a file created or opened and left as it was. It
+    // counts as done even where the file is gone (`failed` counts reports that were lost).
     if (!c.wrote() && c.atime_ns() <= 0 && !(last && may_be_unlinked)) {
       rep->set_closed(rep->closed() + 1);
       continue;
