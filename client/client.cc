@@ -92,6 +92,9 @@ class ClientImpl final : public Client, private OstTransport {
     mds_opts.keep_replays = true;
     mds_opts.replay_patch = &PatchReplay;
     mds_opts.max_connections = config_.mds_connections;
+    mds_opts.on_restart = [this] {
+      if (MdsCallGate* gate = mds_gate_.load(std::memory_order_acquire)) gate->MdsRestarted();
+    };
     if (config_.mgs_nids.size() > 1) {
       // Leave time to try every failover NID within the overall deadline.
       mds_opts.retry_deadline_ms = std::max<int>(
@@ -143,8 +146,13 @@ class ClientImpl final : public Client, private OstTransport {
     return MdsCallBulk(static_cast<uint16_t>(op), req, rep, {}, retry_deadline_ms);
   }
 
+  void SetMdsCallGate(MdsCallGate* gate) override {
+    mds_gate_.store(gate, std::memory_order_release);
+  }
+
   Status MdsCallBulk(uint16_t op, std::string_view req, std::string* rep,
                      const lnet::CallBulk& bulk, int retry_deadline_ms = -1) override {
+    if (MdsCallGate* gate = mds_gate_.load(std::memory_order_acquire)) gate->BeforeMdsCall(op);
     const size_t n = mds_.size();
     size_t idx = mds_index_.load();
     Status st;
@@ -364,6 +372,7 @@ class ClientImpl final : public Client, private OstTransport {
   ClientConfig config_;
   std::vector<std::unique_ptr<lnet::RpcClient>> mds_;  // one per MGS NID; fixed after ctor
   std::atomic<size_t> mds_index_{0};                    // the NID in use
+  std::atomic<MdsCallGate*> mds_gate_{nullptr};         // SetMdsCallGate
 
   std::mutex mu_;
   bool have_config_ = false;                           // guarded by mu_

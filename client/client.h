@@ -30,6 +30,17 @@ class OpenCapas;
 struct MirrorStats;
 class LocalReads;
 
+// What must happen before a request leaves for the MDS: a mount's unlinks answered before
+// the MDS had them are sent first (client/fuse/unlink_writeback.h).
+class MdsCallGate {
+ public:
+  virtual ~MdsCallGate() = default;
+  virtual void BeforeMdsCall(uint16_t op) = 0;
+  // A connection found the MDS restarted (it knows nothing of what it granted before). On
+  // the connecting thread: must not block or call the MDS.
+  virtual void MdsRestarted() {}
+};
+
 struct ClientConfig {
   std::vector<lnet::Nid> mgs_nids;    // the MGS (co-located with the MDS); first reachable wins
   std::string fsname;                 // must match the MGS's; empty = accept any
@@ -61,6 +72,9 @@ class Client {
   // resends of this call (else ClientConfig::rpc.retry_deadline_ms).
   virtual Status MdsCallRaw(proto::Opcode op, std::string_view req, std::string* rep,
                             int retry_deadline_ms = -1) = 0;
+  // Runs gate->BeforeMdsCall before every MDS/MGS request from now on (null: none). The
+  // gate must outlive the Client's use.
+  virtual void SetMdsCallGate(MdsCallGate* gate) = 0;
   template <typename Req, typename Rep>
   Status MdsCall(proto::Opcode op, const Req& req, Rep* rep) {
     std::string body, reply;

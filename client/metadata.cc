@@ -80,13 +80,15 @@ Result<proto::EntryReply> Metadata::Link(const Cred& cred, uint64_t ino, uint64_
 }
 
 Result<proto::UnlinkReply> Metadata::Unlink(const Cred& cred, uint64_t parent,
-                                            std::string_view name, bool is_dir) {
+                                            std::string_view name, bool is_dir,
+                                            bool want_writeback) {
   STRIA_RETURN_IF_ERROR(CheckName(name));
   proto::UnlinkRequest req;
   *req.mutable_cred() = cred;
   req.set_parent(parent);
   req.set_name(std::string(name));
   req.set_is_dir(is_dir);
+  req.set_want_writeback(want_writeback);
   return Call<proto::UnlinkReply>(proto::OP_MDS_UNLINK, req);
 }
 

@@ -58,9 +58,10 @@ class Metadata {
   Result<proto::EntryReply> Create(const Cred& cred, const CreateArgs& args);
   Result<proto::EntryReply> Link(const Cred& cred, uint64_t ino, uint64_t new_parent,
                                  std::string_view name);
-  // unlink(2), or rmdir(2) with is_dir.
+  // unlink(2), or rmdir(2) with is_dir. want_writeback: ask for a write-back grant on the
+  // parent (UnlinkReply.writeback_ms; client/fuse/unlink_writeback.h).
   Result<proto::UnlinkReply> Unlink(const Cred& cred, uint64_t parent, std::string_view name,
-                                    bool is_dir);
+                                    bool is_dir, bool want_writeback = false);
   // flags: RENAME_NOREPLACE, RENAME_EXCHANGE; others are EINVAL.
   Status Rename(const Cred& cred, uint64_t parent, std::string_view name, uint64_t new_parent,
                 std::string_view new_name, uint32_t flags = 0);

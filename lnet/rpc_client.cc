@@ -334,6 +334,7 @@ class RpcClient::Impl {
   Status ReplayIfRestarted(ClientConn& c, uint64_t instance) {
     std::lock_guard lk(replay_mu_);
     if (instance == 0 || instance == instance_) return Status::Ok();
+    if (instance_ != 0 && options_.on_restart) options_.on_restart();
     if (instance_ == 0 || replays_.empty()) {
       instance_ = instance;
       return Status::Ok();

@@ -60,6 +60,10 @@ struct ClientOptions {
   bool keep_replays = false;
   std::function<void(uint16_t opcode, std::string* request, std::string_view reply)>
       replay_patch;
+  // Called when a new connection finds the server restarted (before any replay), on the
+  // connecting thread: must not block or call this RpcClient (a client's write-back grants,
+  // which the restarted server no longer knows, end there: client/fuse/unlink_writeback.h).
+  std::function<void()> on_restart;
 };
 
 // Bulk for one call: what to send after the request body, and where the reply's bulk goes.

@@ -92,8 +92,11 @@ void LeaseTable::Forget(const std::string& client) {
 void LeaseTable::ForgetLocked(const std::string& client) {
   auto c = clients_.find(client);
   if (c == clients_.end()) return;
-  if (c->second.held != 0) {
-    for (auto& [key, r] : resources_) r.holders.erase(client);
+  if (c->second.held != 0) {  // a write-back grant comes with an entry lease
+    for (auto& [key, r] : resources_) {
+      r.holders.erase(client);
+      if (r.wb_client == client) EndWritebackLocked(r);
+    }
   }
   clients_.erase(c);
 }
@@ -124,6 +127,19 @@ uint32_t LeaseTable::Grant(const std::string& client, Kind kind, uint64_t ino,
   if ((r.changed_stamp > snapshot && r.changed_by != client) ||
       (now < r.contended_until && r.changed_by != client)) {
     ++counters_.refused;
+    return 0;
+  }
+  // Nothing over a directory another client holds a write-back grant on (its names and
+  // attributes are that client's until the grant is recalled).
+  const Resource* entry = kind == Kind::kEntry ? &r : nullptr;
+  if (entry == nullptr && wb_grants_.load(std::memory_order_relaxed) != 0) {
+    if (auto e = resources_.find(Key{Kind::kEntry, ino}); e != resources_.end()) {
+      entry = &e->second;
+    }
+  }
+  if (entry != nullptr && OtherWriteback(*entry, client, now)) {
+    ++counters_.refused;
+    if (r.holders.empty()) Schedule(key, r, Forgettable(r));
     return 0;
   }
   const Clock::time_point until = now + std::chrono::milliseconds(options_.lease_ms);
@@ -171,11 +187,130 @@ LeaseTable::Who LeaseTable::TakeHolders(const std::string& requester, const MdCh
     if (revoked || contend) {
       r.contended_until = now + std::chrono::milliseconds(options_.contended_ms);
     }
+    // Another's change ends a write-back grant (its holder was revoked above with its entry
+    // lease; a change is made only after RecallWriteback, so it had nothing left to send).
+    if (kind == Kind::kEntry && !r.wb_client.empty() && r.wb_client != requester) {
+      EndWritebackLocked(r);
+    }
     Schedule(key, r, Forgettable(r));
   };
   for (uint64_t d : changes.dirs) take(Kind::kEntry, d);
   for (uint64_t i : changes.inos) take(Kind::kAttr, i);
   return who;
+}
+
+uint32_t LeaseTable::GrantWriteback(const std::string& client, uint64_t dir, uint64_t snapshot) {
+  if (options_.lease_ms <= 0 || dir == 0) return 0;
+  std::lock_guard lock(mu_);
+  auto c = clients_.find(client);
+  if (c == clients_.end()) return 0;
+  const Clock::time_point now = Now();
+  Sweep(now);
+  if (snapshot < purge_floor_ || c->second.held >= options_.max_per_client) {
+    ++counters_.refused;
+    return 0;
+  }
+  auto others_hold = [&](const Resource& res) {
+    for (const auto& [holder, until] : res.holders) {
+      if (holder != client && until > now) return true;
+    }
+    return false;
+  };
+  const Key key{Kind::kEntry, dir};
+  Resource& r = resources_[key];
+  bool refuse = (r.changed_stamp > snapshot && r.changed_by != client) ||
+                (now < r.contended_until && r.changed_by != client) || now < r.wb_refused_until ||
+                others_hold(r) || OtherWriteback(r, client, now);
+  if (!refuse) {
+    if (auto a = resources_.find(Key{Kind::kAttr, dir}); a != resources_.end()) {
+      refuse = others_hold(a->second);
+    }
+  }
+  if (refuse) {
+    ++counters_.refused;
+    if (r.holders.empty()) Schedule(key, r, Forgettable(r));
+    return 0;
+  }
+  const Clock::time_point until = now + std::chrono::milliseconds(options_.lease_ms);
+  auto [it, inserted] = r.holders.try_emplace(client, until);
+  if (inserted) {
+    ++c->second.held;
+  } else {
+    it->second = until;
+  }
+  if (r.wb_client.empty()) wb_grants_.fetch_add(1, std::memory_order_relaxed);
+  r.wb_client = client;
+  r.wb_until = until;
+  Schedule(key, r, until);
+  ++counters_.granted;
+  ++counters_.writeback_granted;
+  return static_cast<uint32_t>(options_.lease_ms);
+}
+
+void LeaseTable::RecallWriteback(const std::string& requester,
+                                 std::initializer_list<uint64_t> inos) {
+  if (wb_grants_.load(std::memory_order_relaxed) == 0) return;
+  Who who;
+  std::vector<Key> recalling;
+  {
+    std::unique_lock lock(mu_);
+    // A recall of one of them by another request is under way: it is not over before its
+    // holder answered, so this request waits for it too.
+    auto busy = [&] {
+      for (uint64_t ino : inos) {
+        auto it = resources_.find(Key{Kind::kEntry, ino});
+        if (it != resources_.end() && it->second.wb_recalling &&
+            it->second.wb_client != requester) {
+          return true;
+        }
+      }
+      return false;
+    };
+    recall_cv_.wait(lock, [&] { return !busy(); });
+    const Clock::time_point now = Now();
+    for (uint64_t ino : inos) {
+      if (ino == 0) continue;
+      const Key key{Kind::kEntry, ino};
+      auto it = resources_.find(key);
+      if (it == resources_.end()) continue;
+      Resource& r = it->second;
+      if (r.wb_client.empty() || r.wb_client == requester) continue;
+      if (r.wb_until <= now) {
+        EndWritebackLocked(r);
+        continue;
+      }
+      who[r.wb_client].first.push_back(ino);
+      // The revocation ends its entry lease too.
+      if (r.holders.erase(r.wb_client) != 0) {
+        if (auto c = clients_.find(r.wb_client); c != clients_.end() && c->second.held > 0) {
+          --c->second.held;
+        }
+      }
+      // Until the holder answered, nobody else gets a lease there (the grant stays), and
+      // other requests naming it wait here.
+      r.wb_recalling = true;
+      r.wb_refused_until = now + std::chrono::milliseconds(options_.contended_ms);
+      recalling.push_back(key);
+      ++counters_.writeback_recalled;
+    }
+  }
+  if (who.empty()) return;
+  SendRevocations(who);
+  std::lock_guard lock(mu_);
+  for (const Key& key : recalling) {
+    auto it = resources_.find(key);
+    if (it == resources_.end()) continue;
+    it->second.wb_recalling = false;
+    EndWritebackLocked(it->second);
+    Schedule(key, it->second, Forgettable(it->second));
+  }
+  recall_cv_.notify_all();
+}
+
+void LeaseTable::EndWritebackLocked(Resource& r) {
+  if (r.wb_client.empty() || r.wb_recalling) return;  // the recall ends it
+  r.wb_client.clear();
+  wb_grants_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 void LeaseTable::SendRevocations(const Who& who) {
@@ -293,7 +428,7 @@ void LeaseTable::Schedule(const Key& key, Resource& r, Clock::time_point when) {
 }
 
 LeaseTable::Clock::time_point LeaseTable::Forgettable(const Resource& r) {
-  return std::max(r.contended_until, r.changed_at + kChangeMemory);
+  return std::max({r.contended_until, r.changed_at + kChangeMemory, r.wb_refused_until});
 }
 
 void LeaseTable::Sweep(Clock::time_point now) {
@@ -305,6 +440,7 @@ void LeaseTable::Sweep(Clock::time_point now) {
     auto it = resources_.find(key);
     Resource& r = it->second;
     r.due = Clock::time_point::max();
+    if (!r.wb_client.empty() && r.wb_until <= now) EndWritebackLocked(r);
     Clock::time_point next = Clock::time_point::max();
     for (auto h = r.holders.begin(); h != r.holders.end();) {
       if (h->second <= now) {

@@ -25,6 +25,17 @@
 // next (its earliest lease's end, or when its change ages out), and a pass looks only at
 // resources whose time came, at most kSweepBatch of them; the next grant goes on from there.
 //
+// Write-back grants. A mount that unlinks files in a directory nobody else looks at (the
+// checkpoint directory it rotates, the scratch files it cleans) may hold a write-back grant on
+// it (GrantWriteback, with an unlink's reply): it then answers its unlinks there before the
+// MDS has them, and sends them behind (client/fuse/unlink_writeback.h). A grant is exclusive:
+// given only while no other client holds a lease over the directory, and while it lasts no
+// other client gets one. Before any request of another client that names the directory (a
+// lookup or a change in it, its readdir, its attributes) is served, the grant is recalled
+// (RecallWriteback): the holder is sent a revocation of the directory, and answers it once
+// every unlink it answered has reached the MDS. A recalled directory gets no grant for
+// contended_ms. So every client sees the unlinks in the order they were answered.
+//
 // What a change touched comes from Txn::Commit: inside a ScopedChangeCapture (the MDS's
 // request handlers) it is gathered for the handler to revoke before its reply; a commit
 // outside one (background work) is revoked asynchronously through the listener.
@@ -32,11 +43,13 @@
 // Thread-safety: every LeaseTable method is thread-safe (one mutex, never held across an RPC).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -127,6 +140,16 @@ class LeaseTable {
   void Revoke(const std::string& requester, const MdChanges& changes);
   // The same without waiting, from the revoker thread (for commits outside a capture).
   void RevokeLater(MdChanges changes);
+  // A write-back grant on directory `dir` for `client` (with an entry lease over it), in ms;
+  // 0 when another client holds a lease over the directory or its attributes, it was
+  // recalled or changed by another client within contended_ms (or since `snapshot`), or
+  // the client is not registered.
+  uint32_t GrantWriteback(const std::string& client, uint64_t dir, uint64_t snapshot);
+  // Before a request of `requester` that names these inodes is served: recalls the
+  // write-back grants on them held by other clients, and waits until each holder answered
+  // (its unlinks there reached us) or timed out. Costs one atomic load while no grant is held.
+  void RecallWriteback(const std::string& requester, std::initializer_list<uint64_t> inos);
+
   // Revoke, before a change is made rather than after: what `changes` names is contended
   // from now on even where nobody held a lease, so no other client gets one between this
   // call and the change. An unlink or a rename that may drop a file's last link calls it
@@ -150,6 +173,8 @@ class LeaseTable {
     uint64_t refused = 0;           // asked for and not granted (race, contention, limit)
     uint64_t revocations = 0;       // OP_CLIENT_LEASE_REVOKE sent
     uint64_t revoke_failures = 0;   // ... that were not answered in time
+    uint64_t writeback_granted = 0;   // write-back grants given (mds/leases.h)
+    uint64_t writeback_recalled = 0;  // ... recalled before another client's request
     uint64_t swept = 0;             // resources sweeps looked at (a lease there ended, or
                                     // its change aged out)
     size_t held = 0;                // leases held now (expired ones included until swept)
@@ -175,6 +200,12 @@ class LeaseTable {
     std::string changed_by;
     Clock::time_point changed_at{};
     Clock::time_point contended_until{};
+    // kEntry only: the client holding a write-back grant on the directory, until when (no
+    // later than its entry lease), and until when no grant is given after a recall.
+    std::string wb_client;
+    Clock::time_point wb_until{};
+    Clock::time_point wb_refused_until{};
+    bool wb_recalling = false;  // a recall waits for the holder's answer
     // Its entry in due_: no later than its earliest holder's expiry, or, without holders,
     // than Forgettable(). max(): none yet.
     Clock::time_point due = Clock::time_point::max();
@@ -200,6 +231,13 @@ class LeaseTable {
   // Looks at up to kSweepBatch resources that are due. REQUIRES mu_
   void Sweep(Clock::time_point now);
   void ForgetLocked(const std::string& client);
+  // Ends r's write-back grant, if any (unless being recalled: the recall ends it).
+  // REQUIRES mu_
+  void EndWritebackLocked(Resource& r);
+  // Whether a client other than `client` holds a live write-back grant on `r`. REQUIRES mu_
+  static bool OtherWriteback(const Resource& r, const std::string& client, Clock::time_point now) {
+    return !r.wb_client.empty() && r.wb_client != client && r.wb_until > now;
+  }
   void RunRevoker();
 
   const LeaseOptions options_;
@@ -212,6 +250,9 @@ class LeaseTable {
   // The newest stamp of a change forgotten by Sweep: a read that began before it gets no lease.
   uint64_t purge_floor_ = 0;                                    // GUARDED_BY(mu_)
   Counters counters_;                                           // GUARDED_BY(mu_)
+  // Resources with a write-back grant (live or not yet swept): RecallWriteback's fast path.
+  std::atomic<size_t> wb_grants_{0};
+  std::condition_variable recall_cv_;  // with mu_: a recall ended
 
   std::mutex later_mu_;
   std::condition_variable later_cv_;

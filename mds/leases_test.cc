@@ -156,6 +156,63 @@ TEST(LeaseTableTest, WhatWasRevokedIsContendedAndGetsNoNewLeases) {
   EXPECT_GT(t.Grant("A", Kind::kEntry, 7, t.Snapshot()), 0u);
 }
 
+TEST(LeaseTableTest, AWriteBackGrantIsExclusiveAndRecalledBeforeAnotherClientsRequest) {
+  LeaseTable t(Options());
+  Callbacks a, b;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  ASSERT_TRUE(t.Register("B", b.nid()).ok());
+  // Not while another client holds a lease over the directory, or its attributes.
+  ASSERT_GT(t.Grant("B", Kind::kEntry, 20, t.Snapshot()), 0u);
+  EXPECT_EQ(t.GrantWriteback("A", 20, t.Snapshot()), 0u);
+  ASSERT_GT(t.Grant("B", Kind::kAttr, 21, t.Snapshot()), 0u);
+  EXPECT_EQ(t.GrantWriteback("A", 21, t.Snapshot()), 0u);
+  EXPECT_EQ(t.GrantWriteback("Z", 22, t.Snapshot()), 0u) << "not registered";
+
+  ASSERT_EQ(t.GrantWriteback("A", 22, t.Snapshot()), 30'000u);
+  EXPECT_EQ(t.counters().writeback_granted, 1u);
+  // While A holds it nobody else gets a lease over the directory.
+  EXPECT_EQ(t.Grant("B", Kind::kEntry, 22, t.Snapshot()), 0u);
+  EXPECT_EQ(t.Grant("B", Kind::kAttr, 22, t.Snapshot()), 0u);
+  EXPECT_GT(t.Grant("A", Kind::kEntry, 22, t.Snapshot()), 0u) << "the holder does";
+  EXPECT_EQ(t.GrantWriteback("B", 22, t.Snapshot()), 0u);
+  // A's own requests recall nothing; B's request about another inode neither.
+  t.RecallWriteback("A", {22});
+  t.RecallWriteback("B", {23, 0});
+  EXPECT_EQ(a.calls(), 0);
+  // B's request naming the directory recalls it: A is told (its entry lease on 22 goes).
+  t.RecallWriteback("B", {5, 22});
+  EXPECT_EQ(a.calls(), 1);
+  EXPECT_EQ(a.dirs(), std::set<uint64_t>({22}));
+  EXPECT_EQ(t.counters().writeback_recalled, 1u);
+  // Ended: B's leases are given again, a second request recalls nothing, and A gets no new
+  // grant while it is contended.
+  EXPECT_GT(t.Grant("B", Kind::kEntry, 22, t.Snapshot()), 0u);
+  t.RecallWriteback("B", {22});
+  EXPECT_EQ(a.calls(), 1);
+  EXPECT_EQ(t.GrantWriteback("A", 22, t.Snapshot()), 0u);
+}
+
+TEST(LeaseTableTest, AnotherClientsChangeOrForgettingTheHolderEndsAWriteBackGrant) {
+  LeaseTable t(Options());
+  Callbacks a, b;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  ASSERT_TRUE(t.Register("B", b.nid()).ok());
+  ASSERT_GT(t.GrantWriteback("A", 30, t.Snapshot()), 0u);
+  t.Revoke("A", Changes({30}, {31}));  // A's own unlinks keep it
+  EXPECT_EQ(t.Grant("B", Kind::kEntry, 30, t.Snapshot()), 0u);
+  t.Revoke("", Changes({30}, {}));  // background work changed the directory
+  EXPECT_EQ(a.calls(), 1);
+  EXPECT_EQ(a.dirs(), std::set<uint64_t>({30}));
+  t.RecallWriteback("B", {30});
+  EXPECT_EQ(a.calls(), 1) << "nothing left to recall";
+
+  ASSERT_GT(t.GrantWriteback("A", 32, t.Snapshot()), 0u);
+  t.Forget("A");
+  EXPECT_GT(t.Grant("B", Kind::kEntry, 32, t.Snapshot()), 0u);
+  t.RecallWriteback("B", {32});
+  EXPECT_EQ(a.calls(), 1);
+}
+
 TEST(LeaseTableTest, AHolderThatDoesNotAnswerLosesEveryLeaseOnce) {
   LeaseTable t(Options());
   Callbacks a, c;

@@ -4,13 +4,14 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <concepts>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "common/log.h"
-#include "lnet/stats_service.h"
 #include "lnet/lnd.h"
+#include "lnet/stats_service.h"
 #include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
 #include "mds/mirror_resync.h"
@@ -145,6 +146,33 @@ void RevokeVictimFirst(LeaseTable& leases, const Namespace& ns, const std::strin
   leases.RevokeBeforeChange(client, victim);
 }
 
+// Another client's write-back grant over a directory this request names (its parent, the
+// directory it reads or changes) is recalled first: the unlinks that client answered reach
+// the MDS before this request reads or changes anything there (mds/leases.h).
+template <typename Req>
+void RecallWritebackFor(LeaseTable& leases, const std::string& client, const Req& req) {
+  uint64_t a = 0, b = 0, c = 0;
+  if constexpr (requires {
+                  { req.parent() } -> std::convertible_to<uint64_t>;
+                })
+    a = req.parent();
+  if constexpr (requires {
+                  { req.old_parent() } -> std::convertible_to<uint64_t>;
+                }) {
+    a = req.old_parent();
+  }
+  if constexpr (requires {
+                  { req.new_parent() } -> std::convertible_to<uint64_t>;
+                }) {
+    b = req.new_parent();
+  }
+  if constexpr (requires {
+                  { req.ino() } -> std::convertible_to<uint64_t>;
+                })
+    c = req.ino();
+  if ((a | b | c) != 0) leases.RecallWriteback(client, {a, b, c});
+}
+
 // The attributes of `attr`'s inode read again (after SettleWriters).
 void RereadAttr(const Namespace& ns, proto::Attr* attr) {
   if (auto rec = ns.GetInode(attr->ino()); rec.ok()) FillReply(*rec, attr, nullptr);
@@ -160,9 +188,12 @@ constexpr bool kSettlesFirst = requires(const Req& r) { r.ino(); } &&
 // an entry lease on the directory the name is in, an attribute lease on the inode named.
 // No attribute lease while another client holds the inode open for writing: its size
 // changes at that client's close without the MDS hearing of it at once (SettleWriters).
+// And a write-back grant on the parent for a file's unlink that asks for one, unless root
+// is squashed here: the mount decides its write-back unlinks by the kernel's permission
+// check, which does not know of the squash.
 template <typename Req, typename Rep>
 void GrantLeases(LeaseTable& leases, const ClientSessions* sessions, const std::string& client,
-                 uint64_t snapshot, const Req& req, Rep* rep) {
+                 uint64_t snapshot, bool writeback_ok, const Req& req, Rep* rep) {
   using Kind = LeaseTable::Kind;
   auto attr_lease = [&](uint64_t ino) -> uint32_t {
     if (sessions != nullptr && !sessions->OtherWriters(ino, client).empty()) return 0;
@@ -181,6 +212,10 @@ void GrantLeases(LeaseTable& leases, const ClientSessions* sessions, const std::
     }
   } else if constexpr (std::is_same_v<Req, proto::GetattrRequest>) {
     rep->set_attr_lease_ms(attr_lease(req.ino()));
+  } else if constexpr (std::is_same_v<Req, proto::UnlinkRequest>) {
+    if (writeback_ok && req.want_writeback() && !req.is_dir()) {
+      rep->set_writeback_ms(leases.GrantWriteback(client, req.parent(), snapshot));
+    }
   }
 }
 
@@ -219,6 +254,7 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
             return Status(Code::kInval, "replay_ino is for replayed creates only");
           }
         }
+        if (leases) RecallWritebackFor(*leases, ctx.client_uuid, wire_req);
         if constexpr (kSettlesFirst<Req>) {
           SettleWriters(sessions, leases, *ns, gateway, wire_req.ino(), ctx.client_uuid);
         }
@@ -313,7 +349,10 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           return st;
         }
         if (queue) queue->Kick();
-        if (leases) GrantLeases(*leases, sessions, ctx.client_uuid, lease_snapshot, req, rep);
+        if (leases) {
+          GrantLeases(*leases, sessions, ctx.client_uuid, lease_snapshot,
+                      !options.squash.root_squash, req, rep);
+        }
         const uint32_t capa_ops =
             options.capa ? GrantCapabilities(*options.capa, *ns, ctx, req, rep) : 0;
         if (sessions) {
@@ -405,9 +444,10 @@ void MdsService::Register(lnet::RpcServer* server) {
           const LeaseTable::Counters c = leases->counters();
           return fmt::format(
               "lease_ms: {}\nclients: {}\nheld: {}\ngranted: {}\nrefused: {}\n"
-              "revocations: {}\nrevoke_failures: {}\n",
-              leases->options().lease_ms, c.clients, c.held, c.granted, c.refused,
-              c.revocations, c.revoke_failures);
+              "revocations: {}\nrevoke_failures: {}\nwriteback_granted: {}\n"
+              "writeback_recalled: {}\n",
+              leases->options().lease_ms, c.clients, c.held, c.granted, c.refused, c.revocations,
+              c.revoke_failures, c.writeback_granted, c.writeback_recalled);
         },
         [] {});
   }

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "client/metadata.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
 #include "tests/harness/shared_cluster_env.h"
@@ -53,6 +54,27 @@ class LeaseTest : public TwoMountTest {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const size_t at = r.out.find("revoke_failures: ");
     return at == std::string::npos ? 0 : std::stoull(r.out.substr(at + 17));
+  }
+
+  // The sum over both mounts of a `llite.*.unlink_writeback` counter.
+  static uint64_t WritebackCounter(const std::string& key) {
+    CommandResult r = RunCommand({BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n",
+                                  "llite.leasefs-*.unlink_writeback"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    uint64_t sum = 0;
+    for (size_t at = r.out.find(key + ": "); at != std::string::npos;
+         at = r.out.find(key + ": ", at + 1)) {
+      sum += std::stoull(r.out.substr(at + key.size() + 2));
+    }
+    return sum;
+  }
+  // A counter of the MDS's mdt.*.md_leases.
+  static uint64_t MdsLeaseCounter(const std::string& key) {
+    CommandResult r = RunCommand(
+        {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.md_leases"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.out.find(key + ": ");
+    return at == std::string::npos ? 0 : std::stoull(r.out.substr(at + key.size() + 2));
   }
 
   static std::string Slurp(const std::string& path) {
@@ -102,6 +124,57 @@ TEST_F(LeaseTest, ChangesOnOneMountAreSeenOnTheOtherAtOnce) {
   ASSERT_EQ(rename(Q("rn/x").c_str(), Q("rn/sub/moved").c_str()), 0) << strerror(errno);
   EXPECT_TRUE(Exists(P("rn/sub/moved")));
   EXPECT_FALSE(Exists(P("rn/x")));
+}
+
+// Write-back unlinks (client/fuse/unlink_writeback.h, mds/leases.h): mount 0 answers its
+// unlinks in a directory the MDS granted it alone, and sends them behind; nobody sees them
+// late, and nothing of the mount's own overtakes them.
+TEST_F(LeaseTest, UnlinksAMountAnsweredItselfAreSeenByEveryOtherClientAtOnce) {
+  ASSERT_EQ(mkdir(P("wb").c_str(), 0755), 0) << strerror(errno);
+  constexpr int kFiles = 100;
+  auto name = [](int i) { return "wb/f" + std::to_string(i); };
+  for (int i = 0; i < kFiles; ++i) ASSERT_EQ(WriteFile(P(name(i)), Pattern(100, i)), 0);
+  const uint64_t queued0 = WritebackCounter("queued");
+  const uint64_t recalled0 = MdsLeaseCounter("writeback_recalled");
+  for (int i = 0; i < kFiles; ++i) {
+    ASSERT_EQ(unlink(P(name(i)).c_str()), 0) << name(i) << ": " << strerror(errno);
+  }
+  // The first waited for the MDS and brought the grant; the rest were answered by the mount.
+  EXPECT_GE(WritebackCounter("queued") - queued0, kFiles - 1u);
+  // At once, on the other mount (its lookup recalls the grant first) and through libstria.
+  for (int i = 0; i < kFiles; ++i) EXPECT_FALSE(Exists(Q(name(i)))) << name(i);
+  EXPECT_EQ(MdsLeaseCounter("writeback_recalled"), recalled0 + 1);
+  auto root = Resolve(*g_client, "/wb");
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  client::Metadata md(g_client);
+  auto listed = md.Readdir(RootCred(), {.ino = root->attr().ino()});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  for (const proto::DirEntry& e : listed->entries()) {
+    EXPECT_TRUE(e.name() == "." || e.name() == "..") << e.name() << " still listed";
+  }
+  EXPECT_EQ(WritebackCounter("failed"), 0u);
+}
+
+TEST_F(LeaseTest, NothingTheMountAsksTheMdsOvertakesItsWrittenBackUnlinks) {
+  ASSERT_EQ(mkdir(P("wbo").c_str(), 0755), 0) << strerror(errno);
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(WriteFile(P("wbo/f" + std::to_string(i)), Pattern(10, i)), 0);
+  }
+  ASSERT_EQ(WriteFile(P("wbo/again"), Pattern(300, 1)), 0);
+  const uint64_t queued0 = WritebackCounter("queued");
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(unlink(P("wbo/f" + std::to_string(i)).c_str()), 0);
+  // A name unlinked and made again: the create waits for the unlink, the new file stays.
+  ASSERT_EQ(unlink(P("wbo/again").c_str()), 0) << strerror(errno);
+  const auto fresh = Pattern(500, 2);
+  ASSERT_EQ(WriteFile(P("wbo/again"), fresh), 0) << strerror(errno);
+  std::vector<uint8_t> got;
+  ASSERT_EQ(ReadFile(Q("wbo/again"), &got), 0);
+  EXPECT_EQ(got, fresh);
+  ASSERT_EQ(unlink(P("wbo/again").c_str()), 0) << strerror(errno);
+  EXPECT_GE(WritebackCounter("queued") - queued0, 50u);
+  // The directory is empty when its rmdir reaches the MDS, right after.
+  EXPECT_EQ(rmdir(P("wbo").c_str()), 0) << strerror(errno);
+  EXPECT_FALSE(Exists(Q("wbo")));
 }
 
 TEST_F(LeaseTest, LeasedNamesAndAbsencesAnswerWhileTheMdsDoesNot) {

@@ -11,6 +11,9 @@
 //   splice_writes / nosplice_writes  the data of a write reaches stria-fuse through a pipe
 //                (counted in llite stats as spliced_write_bytes) or read whole, and either
 //                way lands intact, as the other mount reads it back
+//   unlink_writeback / nounlink_writeback  a mount answers its unlinks in a directory the
+//                MDS granted it, and sends them behind (counted in llite.*.unlink_writeback),
+//                or every unlink waits for the MDS; the other mount sees them gone either way
 //   io_uring / noio_uring  requests come over io_uring (counted as ring_requests) where the
 //                kernel has it, or through /dev/fuse; data written and read either way is
 //                the same bytes, and lock waiters beyond the ring's entries cannot starve
@@ -121,6 +124,17 @@ class MountOptionsTest : public ::testing::Test {
     const int fd = open(P(m, name).c_str(), O_RDWR | O_CREAT, 0644);
     EXPECT_GE(fd, 0) << P(m, name) << ": " << strerror(errno);
     return fd;
+  }
+
+  // Mount m's local parameter `param` (llite.*.NAME), read from its root as lctl does; empty
+  // when the mount has no such parameter.
+  static std::string LliteParam(int m, const std::string& param) {
+    const std::string root = cluster_->mount_point(m);
+    const std::string attr = "user.stria.lctl.get.llite.*." + param;
+    std::string buf(65536, '\0');
+    const ssize_t n = getxattr(root.c_str(), attr.c_str(), buf.data(), buf.size());
+    buf.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    return buf;
   }
 
   // The sum of `counter` in mount m's llite stats (0 when it has no samples), read from the
@@ -288,6 +302,34 @@ TEST_F(MountOptionsTest, SplicedAndCopiedWritesLandIntact) {
   EXPECT_GE(LliteSum(0, "spliced_write_bytes") - spliced0, 4 * kChunk);
   EXPECT_EQ(LliteSum(1, "spliced_write_bytes"), 0u);
   EXPECT_GE(LliteSum(1, "write_bytes"), data.size());
+}
+
+TEST_F(MountOptionsTest, NoUnlinkWritebackMakesEveryUnlinkWaitForTheMds) {
+  ASSERT_TRUE(cluster_->Mount(0).ok());  // unlink_writeback is the default
+  ASSERT_TRUE(cluster_->Mount(1, {"nounlink_writeback"}).ok());
+  for (int m = 0; m < 2; ++m) {
+    const std::string dir = "unlinks-" + std::to_string(m);
+    ASSERT_EQ(mkdir(P(m, dir).c_str(), 0755), 0) << strerror(errno);
+    for (int i = 0; i < 20; ++i) {
+      const int fd = open(P(m, dir + "/f" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY, 0644);
+      ASSERT_GE(fd, 0) << strerror(errno);
+      close(fd);
+    }
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_EQ(unlink(P(m, dir + "/f" + std::to_string(i)).c_str()), 0) << strerror(errno);
+    }
+    for (int i = 0; i < 20; ++i) {
+      struct stat st {};
+      EXPECT_NE(lstat(P(1 - m, dir + "/f" + std::to_string(i)).c_str(), &st), 0);
+    }
+  }
+  // Mount 0 answered all but its first unlink itself (client/fuse/unlink_writeback.h);
+  // mount 1 has no write-back at all.
+  const std::string wb = LliteParam(0, "unlink_writeback");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(wb, match, std::regex("queued: ([0-9]+)"))) << wb;
+  EXPECT_GE(std::stoull(match[1]), 19u) << wb;
+  EXPECT_EQ(LliteParam(1, "unlink_writeback"), "");
 }
 
 // Writes `data` to `path` in uneven pieces, fsyncs and closes.

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 namespace stria::client::fuse {
 
 void DirAttrCache::Put(const proto::Attr& attr, Clock::time_point now) {
@@ -30,6 +32,15 @@ std::optional<proto::Attr> DirAttrCache::Get(uint64_t ino, Clock::time_point now
     return std::nullopt;
   }
   return it->second.attr;
+}
+
+void DirAttrCache::Touch(uint64_t ino, int64_t now_ns) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(ino);
+  if (it == entries_.end()) return;
+  proto::Attr& a = it->second.attr;
+  a.set_mtime_ns(std::max(a.mtime_ns(), now_ns));
+  a.set_ctime_ns(std::max(a.ctime_ns(), now_ns));
 }
 
 void DirAttrCache::Drop(uint64_t ino) {

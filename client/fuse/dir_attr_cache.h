@@ -39,6 +39,10 @@ class DirAttrCache {
   void Put(const proto::Attr& attr, Clock::time_point now = Clock::now());
   // The attributes of directory `ino` when fresh at `now`.
   std::optional<proto::Attr> Get(uint64_t ino, Clock::time_point now = Clock::now());
+  // A change of directory `ino` answered here before the MDS made it (a write-back unlink,
+  // unlink_writeback.h): its mtime and ctime move to now_ns, as the MDS's will when it
+  // makes it (whose reply then replaces them). Nothing when the directory is not held.
+  void Touch(uint64_t ino, int64_t now_ns);
   void Drop(uint64_t ino);
   void Clear();
   size_t size() const;

@@ -368,11 +368,57 @@ Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const 
   return Status::Ok();
 }
 
+void StriaFs::StartUnlinkWriteback() {
+  if (unlink_wb_ || leases_ == nullptr) return;
+  unlink_wb_ = std::make_unique<UnlinkWriteback>(
+      UnlinkWriteback::kSenders, UnlinkWriteback::kMaxQueued,
+      [this](const UnlinkWriteback::Item& it) -> Status {
+        const uint64_t epoch = unlink_wb_->Epoch();
+        const LeaseCache::Stamp stamp = leases_->Begin();
+        auto r = md_.Unlink(it.cred, it.parent, it.name, /*is_dir=*/false,
+                            /*want_writeback=*/true);
+        STRIA_RETURN_IF_ERROR(r.status());
+        // Renewed, with the entry lease that comes with it.
+        unlink_wb_->Granted(it.parent, r->writeback_ms(), stamp.sent, epoch);
+        leases_->EntryLeaseRenewed(it.parent, r->writeback_ms(), stamp);
+        if (r->has_parent_attr()) dir_attrs_.Put(r->parent_attr());
+        return Status::Ok();
+      },
+      [this](const UnlinkWriteback::Item& it, const Status&) {
+        // The name may still be there after all: the MDS is asked again.
+        leases_->DirUnsure(it.parent);
+        dir_attrs_.Drop(it.parent);
+      });
+  client_->SetMdsCallGate(unlink_wb_.get());
+}
+
+void StriaFs::StopUnlinkWriteback() {
+  if (!unlink_wb_) return;
+  client_->SetMdsCallGate(nullptr);
+  unlink_wb_->Stop();  // kept: a call that took the gate before may still ask it
+}
+
 Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool is_dir) {
   LliteOp counted(&llite_, is_dir ? kLlRmdir : kLlUnlink);
+  if (!is_dir && unlink_wb_ && leases_->HoldsName(parent, name, UnlinkWriteback::kMargin) &&
+      unlink_wb_->TryQueue(parent, name, Cred(req))) {
+    // Answered now, sent behind (unlink_writeback.h): the kernel sends FUSE_UNLINK only for
+    // a name it has (here under the entry lease) and that is not a directory, after its own
+    // permission check (default_permissions) against attributes only we can change now.
+    leases_->NameRemoved(parent, name);
+    dir_attrs_.Touch(parent, NowNs());
+    return Status::Ok();
+  }
   // The MDS must know every open of a file whose last link may go (local_opens.h).
   if (!is_dir) local_opens_.RegisterAll();
-  auto unlinked = md_.Unlink(Cred(req), parent, name, is_dir);
+  const uint64_t wb_epoch = unlink_wb_ ? unlink_wb_->Epoch() : 0;
+  const LeaseCache::Stamp stamp = LeaseBegin();
+  auto unlinked = md_.Unlink(Cred(req), parent, name, is_dir,
+                             /*want_writeback=*/!is_dir && unlink_wb_ != nullptr);
+  if (unlinked.ok() && unlink_wb_ && unlinked->writeback_ms() != 0) {
+    unlink_wb_->Granted(parent, unlinked->writeback_ms(), stamp.sent, wb_epoch);
+    leases_->EntryLeaseRenewed(parent, unlinked->writeback_ms(), stamp);
+  }
   if (leases_ != nullptr) {
     if (unlinked.ok()) {
       leases_->NameRemoved(parent, name);

@@ -42,6 +42,7 @@
 #include "client/fuse/local_opens.h"
 #include "client/fuse/lock_waiters.h"
 #include "client/fuse/mount_options.h"
+#include "client/fuse/unlink_writeback.h"
 #include "client/metadata.h"
 #include "client/session.h"
 #include "common/status.h"
@@ -107,6 +108,18 @@ class StriaFs {
   LocalOpens::Counters local_open_counters() const { return local_opens_.counters(); }
   // At unmount, before the MDS session goes: no registration runs after.
   void StopLocalOpens() { local_opens_.Stop(); }
+
+  // Unlinks answered here under the MDS's write-back grants and sent behind
+  // (unlink_writeback.h): on a mount with leases and default_permissions and without local
+  // opens. Every MDS request of the mount waits for those answered before it.
+  void StartUnlinkWriteback();
+  // A revocation of these directories' entry leases (all: the leases were lost): the grants
+  // there end, and the unlinks answered under them reach the MDS before it is answered.
+  void RecallUnlinks(const std::vector<uint64_t>& dirs, bool all) {
+    if (unlink_wb_) unlink_wb_->Recall(dirs, all);
+  }
+  // At unmount, while the MDS session still runs: sends what is queued; no more write-back.
+  void StopUnlinkWriteback();
 
   Client* client() { return client_; }
   InodeTable& inodes() { return inodes_; }
@@ -293,6 +306,8 @@ class StriaFs {
   // Read-only opens the MDS has not heard of yet (local_opens.h).
   LocalOpens local_opens_{std::chrono::milliseconds(options_.open_register_ms),
                           [this](FileHandle* fh) { RegisterLocalOpen(fh); }};
+  // Unlinks answered before the MDS has them (unlink_writeback.h); null: none.
+  std::unique_ptr<UnlinkWriteback> unlink_wb_;
   // Closes that report nothing, sent together (close_batcher.h).
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
                       [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};

@@ -90,12 +90,15 @@ Status LeaseCache::Start(fuse_session* se, const lnet::Nid& mds) {
         std::vector<uint64_t> inos(req.inos().begin(), req.inos().end());
         uint64_t seq;
         std::function<void(const std::vector<uint64_t>&)> revoked;
+        std::function<void(const std::vector<uint64_t>&, bool)> revoked_dirs;
         {
           std::lock_guard lock(mu_);
           ++counters_.revocations;
           seq = QueueLocked(dirs, inos, /*all=*/false);
           revoked = on_revoked_inodes_;
+          revoked_dirs = on_revoked_dirs_;
         }
+        if (revoked_dirs && !dirs.empty()) revoked_dirs(dirs, /*all=*/false);
         if (revoked && !inos.empty()) revoked(inos);
         WaitInvalidated(seq, kInvalWait);
         return Status::Ok();
@@ -275,6 +278,23 @@ double LeaseCache::AttrTimeout(uint64_t ino, uint32_t lease_ms, const Stamp& sta
   return Remaining(lease_ms, stamp, options_.fallback_attr_s);
 }
 
+void LeaseCache::EntryLeaseRenewed(uint64_t dir, uint32_t lease_ms, const Stamp& stamp) {
+  if (lease_ms == 0 || !enabled()) return;
+  std::lock_guard lock(mu_);
+  if (epoch_ != stamp.epoch) return;  // a revocation came while the request was out
+  if (auto it = names_.find(dir); it != names_.end()) {
+    it->second.until = std::max(it->second.until, Until(lease_ms, stamp));
+  }
+}
+
+bool LeaseCache::HoldsName(uint64_t dir, std::string_view name, std::chrono::milliseconds margin) {
+  if (!enabled()) return false;
+  std::lock_guard lock(mu_);
+  auto it = names_.find(dir);
+  return it != names_.end() && it->second.until >= Clock::now() + margin &&
+         it->second.names.contains(std::string(name));
+}
+
 bool LeaseCache::WithAttrLease(uint64_t ino, std::chrono::milliseconds margin,
                                const std::function<void()>& fn) {
   if (!enabled()) return false;
@@ -361,6 +381,12 @@ void LeaseCache::CheckRegistered(bool registered) {
   enabled_.store(false);
   LOG_WARN("metadata leases lost (the MDS restarted or missed us): dropping the cache, "
            "registering again");
+  std::function<void(const std::vector<uint64_t>&, bool)> revoked_dirs;
+  {
+    std::lock_guard lock(mu_);
+    revoked_dirs = on_revoked_dirs_;
+  }
+  if (revoked_dirs) revoked_dirs({}, /*all=*/true);
   WaitInvalidated(seq, std::chrono::milliseconds(1000));
   if (Status st = Register(); !st.ok()) {
     LOG_WARN("metadata leases: registering again failed: {}", st.ToString());

@@ -87,6 +87,16 @@ class LeaseCache {
     std::lock_guard lock(mu_);
     on_revoked_inodes_ = std::move(fn);
   }
+  // What a revocation runs, before its reply, for the directories whose entry leases it
+  // revokes (all: the leases were lost; StriaFs: the write-back grants there end and the
+  // unlinks answered under them reach the MDS first, unlink_writeback.h).
+  void set_on_revoked_dirs(std::function<void(const std::vector<uint64_t>&, bool all)> fn) {
+    std::lock_guard lock(mu_);
+    on_revoked_dirs_ = std::move(fn);
+  }
+  // True when `name` in `dir` was named to the kernel under an entry lease on `dir` that
+  // lasts at least `margin` more: the kernel's entry for it is the MDS's.
+  bool HoldsName(uint64_t dir, std::string_view name, std::chrono::milliseconds margin);
   // Runs fn and returns true when the mount holds an attribute lease on `ino` for at least
   // `margin` more; false, without running it, otherwise. Under the lock a revocation takes
   // first: what fn records is there for the revocation's on_revoked_inodes.
@@ -101,6 +111,9 @@ class LeaseCache {
     Clock::time_point sent;
   };
   Stamp Begin() const;
+  // The MDS renewed the entry lease on `dir` (a write-back grant comes with one, mds/leases.h)
+  // in the reply to a request begun at `stamp`: what the mount holds there stays valid longer.
+  void EntryLeaseRenewed(uint64_t dir, uint32_t lease_ms, const Stamp& stamp);
 
   // The kernel timeout (seconds) for name `name` in `parent` (entry_lease_ms) and for the
   // attributes of `ino` (attr_lease_ms) from a reply to a request begun at `stamp`; what a
@@ -167,6 +180,7 @@ class LeaseCache {
   mutable std::mutex mu_;
   std::function<void()> flush_closes_;  // GUARDED_BY(mu_)
   std::function<void(const std::vector<uint64_t>&)> on_revoked_inodes_;  // GUARDED_BY(mu_)
+  std::function<void(const std::vector<uint64_t>&, bool)> on_revoked_dirs_;  // GUARDED_BY(mu_)
   std::condition_variable cv_;
   uint64_t epoch_ = 0;                                                  // GUARDED_BY(mu_)
   // What the kernel was given lease-long timeouts for, until when (the latest of them): a

@@ -56,6 +56,15 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
     return fmt::format("opened: {}\nwithdrawn: {}\nregistered: {}\npending: {}\n", c.opened,
                        c.withdrawn, c.registered, c.pending);
   };
+  if (unlink_wb_) {
+    out[llite + ".unlink_writeback"] = [this] {
+      const UnlinkWriteback::Counters c = unlink_wb_->counters();
+      return fmt::format(
+          "queued: {}\nsent: {}\nfailed: {}\ngrants: {}\nrecalls: {}\nwaits: {}\n"
+          "pending: {}\n",
+          c.queued, c.sent, c.failed, c.grants, c.recalls, c.waits, c.pending);
+    };
+  }
   if (leases_ != nullptr) {
     out[llite + ".md_leases"] = [this] {
       const LeaseCache::Counters c = leases_->counters();

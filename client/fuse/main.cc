@@ -211,8 +211,19 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   leases.set_flush_closes([&fs] { fs.FlushCloses(); });
   leases.set_on_revoked_inodes(
       [&fs](const std::vector<uint64_t>& inos) { fs.RegisterOpensOf(inos); });
+  leases.set_on_revoked_dirs(
+      [&fs](const std::vector<uint64_t>& dirs, bool all) { fs.RecallUnlinks(dirs, all); });
   if (Status st = leases.Start(se, cfg.mgs_nids[0]); st.ok()) {
     fs.set_leases(&leases);
+    // Write-back unlinks go by the kernel's permission check (default_permissions), and
+    // an open made without the MDS (local_opens.h) would not be known when they reach it.
+    if (mo.unlink_writeback && mo.default_permissions && fs_opts.open_register_ms == 0) {
+      fs.StartUnlinkWriteback();
+    } else if (mo.unlink_writeback) {
+      LOG_INFO(
+          "unlinks wait for the MDS: write-back unlinks need default_permissions and "
+          "no open_register_ms");
+    }
   } else {
     LOG_WARN("no metadata leases (names and attributes cached for {} s): {}",
              fs_opts.entry_timeout_s, st.ToString());
@@ -297,6 +308,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   FuseRing::Stop();
   LOG_INFO("unmounting {}", a.mountpoint);
   fs.FlushCloses();  // while the MDS session still runs
+  fs.StopUnlinkWriteback();
   fs.StopLocalOpens();
   mds_session.set_lease_check(nullptr);
   leases.Stop();

@@ -47,6 +47,7 @@ constexpr KeyInfo kKeys[] = {
     {"user_xattr", "user_xattr", Kind::kNegatable, false},
     {"lazystatfs", "lazystatfs", Kind::kNegatable, false},
     {"splice_writes", "splice_writes", Kind::kNegatable, false},
+    {"unlink_writeback", "unlink_writeback", Kind::kNegatable, false},
     {"io_uring", "io_uring", Kind::kNegatable, false},
     {"ring_threads", "ring_threads", Kind::kValue, false},
 };

@@ -138,6 +138,8 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
         STRIA_RETURN_IF_ERROR(ParseInt(key, value, 0, 10'000, &m.busy_poll_us));
       } else if (o == "splice_writes" || o == "nosplice_writes") {
         m.splice_writes = o == "splice_writes";
+      } else if (o == "unlink_writeback" || o == "nounlink_writeback") {
+        m.unlink_writeback = o == "unlink_writeback";
       } else if (o == "io_uring" || o == "noio_uring") {
         m.io_uring = o == "io_uring";
       } else if (key == "ring_threads") {

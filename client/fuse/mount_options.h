@@ -45,6 +45,10 @@
 //                       copies the data again, instead of the default splice_writes: the
 //                       kernel hands the data over through a pipe and it is read once, into
 //                       the buffer it is sent from
+//   nounlink_writeback  every unlink waits for the MDS, instead of the default
+//                       unlink_writeback: in a directory the MDS grants this mount alone
+//                       (mds/leases.h), unlinks are answered here and sent behind
+//                       (client/fuse/unlink_writeback.h)
 //   noio_uring          FUSE requests come through /dev/fuse, instead of the default
 //                       io_uring: over the queue of the CPU that issued each, served by
 //                       threads pinned to that CPU (client/fuse/fuse_ring.h; Linux 6.14+,
@@ -102,6 +106,7 @@ struct MountOptions {
   bool user_xattr = true;
   bool lazy_statfs = true;
   bool splice_writes = true;
+  bool unlink_writeback = true;
   bool io_uring = true;
   int ring_threads = 4;
   std::vector<std::string> ignored;  // unknown options dropped by a sloppy parse

@@ -1,0 +1,193 @@
+// UnlinkWriteback: what is queued and when, the order against the mount's other MDS
+// requests, recalls and failures (the MDS side: mds/leases_test.cc; the whole path through a
+// mount: tests/unlink_writeback_cluster_test.cc).
+#include "client/fuse/unlink_writeback.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace stria::client::fuse {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = UnlinkWriteback::Clock;
+
+// A send function whose unlinks wait until released, recording what reached "the MDS".
+class FakeMds {
+ public:
+  Status Send(const UnlinkWriteback::Item& it) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return open_; });
+    sent_.push_back(it.name);
+    cv_.notify_all();
+    return it.name.starts_with("bad") ? Status(Code::kIO, "disk error") : Status::Ok();
+  }
+  void Hold() {
+    std::lock_guard lock(mu_);
+    open_ = false;
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  std::vector<std::string> sent() const {
+    std::lock_guard lock(mu_);
+    return sent_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
+  std::vector<std::string> sent_;
+};
+
+proto::Credentials Cred() {
+  proto::Credentials c;
+  c.set_uid(1000);
+  return c;
+}
+
+TEST(UnlinkWritebackTest, QueuesOnlyUnderALiveGrantAndFlushWaitsForTheMds) {
+  FakeMds mds;
+  UnlinkWriteback wb(
+      2, 16, [&](const UnlinkWriteback::Item& it) { return mds.Send(it); }, nullptr);
+  EXPECT_FALSE(wb.TryQueue(7, "a", Cred())) << "no grant";
+  wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
+  wb.Granted(8, 0, Clock::now(), wb.Epoch());
+  EXPECT_FALSE(wb.TryQueue(8, "a", Cred())) << "a reply without a grant";
+  // A grant with less than kMargin left is not used.
+  wb.Granted(9, 1'000, Clock::now(), wb.Epoch());
+  EXPECT_FALSE(wb.TryQueue(9, "a", Cred()));
+
+  mds.Hold();
+  ASSERT_TRUE(wb.TryQueue(7, "a", Cred()));
+  ASSERT_TRUE(wb.TryQueue(7, "b", Cred()));
+  auto flushed = std::async(std::launch::async, [&] { wb.Flush(); });
+  EXPECT_EQ(flushed.wait_for(100ms), std::future_status::timeout) << "the MDS has not answered";
+  EXPECT_EQ(wb.counters().pending, 2u);
+  mds.Release();
+  flushed.get();
+  EXPECT_EQ(mds.sent().size(), 2u);
+  const auto c = wb.counters();
+  EXPECT_EQ(c.queued, 2u);
+  EXPECT_EQ(c.sent, 2u);
+  EXPECT_EQ(c.pending, 0u);
+}
+
+TEST(UnlinkWritebackTest, NoOtherMdsRequestOvertakesWhatWasQueued) {
+  FakeMds mds;
+  std::unique_ptr<UnlinkWriteback> wb;
+  std::atomic<int> sender_gate_calls{0};
+  wb = std::make_unique<UnlinkWriteback>(
+      1, 16,
+      [&](const UnlinkWriteback::Item& it) {
+        // A sender's own request goes through the gate too, and must not wait for itself.
+        wb->BeforeMdsCall(proto::OP_MDS_UNLINK);
+        ++sender_gate_calls;
+        return mds.Send(it);
+      },
+      nullptr);
+  wb->Granted(7, 30'000, Clock::now(), wb->Epoch());
+  mds.Hold();
+  ASSERT_TRUE(wb->TryQueue(7, "a", Cred()));
+  // Requests that end the same in either order go at once.
+  for (auto op : {proto::OP_MDS_KEEPALIVE, proto::OP_MDS_CLOSE_BATCH, proto::OP_MGS_GET_CONFIG,
+                  proto::OP_MDS_LEASE_REGISTER}) {
+    auto f = std::async(std::launch::async, [&] { wb->BeforeMdsCall(op); });
+    EXPECT_EQ(f.wait_for(2s), std::future_status::ready) << proto::Opcode_Name(op);
+  }
+  // A lookup (the name again), a create, a readdir wait for the unlink.
+  auto lookup = std::async(std::launch::async, [&] { wb->BeforeMdsCall(proto::OP_MDS_LOOKUP); });
+  EXPECT_EQ(lookup.wait_for(100ms), std::future_status::timeout);
+  mds.Release();
+  EXPECT_EQ(lookup.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(mds.sent(), std::vector<std::string>{"a"});
+  EXPECT_EQ(sender_gate_calls.load(), 1);
+  wb->Stop();
+}
+
+TEST(UnlinkWritebackTest, ARecallEndsTheGrantAndReturnsOnceTheQueueReachedTheMds) {
+  FakeMds mds;
+  UnlinkWriteback wb(
+      2, 16, [&](const UnlinkWriteback::Item& it) { return mds.Send(it); }, nullptr);
+  wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
+  wb.Granted(8, 30'000, Clock::now(), wb.Epoch());
+  mds.Hold();
+  ASSERT_TRUE(wb.TryQueue(7, "a", Cred()));
+  auto recalled = std::async(std::launch::async, [&] { wb.Recall({7}, /*all=*/false); });
+  EXPECT_EQ(recalled.wait_for(100ms), std::future_status::timeout);
+  mds.Release();
+  recalled.get();
+  EXPECT_EQ(mds.sent(), std::vector<std::string>{"a"});
+  EXPECT_FALSE(wb.TryQueue(7, "b", Cred())) << "recalled";
+  EXPECT_TRUE(wb.TryQueue(8, "b", Cred())) << "another directory's grant stays";
+  // A grant from a reply to a request that was out during a recall may be recalled already.
+  const uint64_t before = wb.Epoch();
+  wb.Recall({}, /*all=*/true);
+  EXPECT_FALSE(wb.TryQueue(8, "c", Cred())) << "all grants end";
+  wb.Granted(7, 30'000, Clock::now(), before);
+  EXPECT_FALSE(wb.TryQueue(7, "c", Cred()));
+  wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
+  EXPECT_TRUE(wb.TryQueue(7, "c", Cred()));
+  EXPECT_EQ(wb.counters().recalls, 2u);
+}
+
+TEST(UnlinkWritebackTest, AnUnlinkTheMdsRefusesIsReportedAndAFullQueueWaits) {
+  FakeMds mds;
+  std::mutex mu;
+  std::vector<std::string> failed;
+  UnlinkWriteback wb(
+      1, 2, [&](const UnlinkWriteback::Item& it) { return mds.Send(it); },
+      [&](const UnlinkWriteback::Item& it, const Status& st) {
+        std::lock_guard lock(mu);
+        failed.push_back(it.name + ": " + st.message());
+      });
+  wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
+  mds.Hold();
+  ASSERT_TRUE(wb.TryQueue(7, "bad1", Cred()));
+  // One is being sent (the sender took it), two wait: the queue is full.
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(wb.TryQueue(7, "x", Cred()));
+  ASSERT_TRUE(wb.TryQueue(7, "y", Cred()));
+  auto fourth = std::async(std::launch::async, [&] { return wb.TryQueue(7, "z", Cred()); });
+  EXPECT_EQ(fourth.wait_for(100ms), std::future_status::timeout) << "waits for room";
+  mds.Release();
+  EXPECT_TRUE(fourth.get());
+  wb.Flush();
+  EXPECT_EQ(mds.sent(), (std::vector<std::string>{"bad1", "x", "y", "z"}));
+  std::lock_guard lock(mu);
+  EXPECT_EQ(failed, std::vector<std::string>{"bad1: disk error"});
+  EXPECT_EQ(wb.counters().failed, 1u);
+  EXPECT_EQ(wb.counters().sent, 3u);
+}
+
+TEST(UnlinkWritebackTest, StopSendsWhatIsQueuedAndQueuesNothingAfter) {
+  FakeMds mds;
+  UnlinkWriteback wb(
+      2, 16, [&](const UnlinkWriteback::Item& it) { return mds.Send(it); }, nullptr);
+  wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
+  mds.Hold();
+  ASSERT_TRUE(wb.TryQueue(7, "a", Cred()));
+  ASSERT_TRUE(wb.TryQueue(7, "b", Cred()));
+  ASSERT_TRUE(wb.TryQueue(7, "c", Cred()));
+  std::thread release([&] {
+    std::this_thread::sleep_for(50ms);
+    mds.Release();
+  });
+  wb.Stop();
+  release.join();
+  EXPECT_EQ(mds.sent().size(), 3u);
+  EXPECT_FALSE(wb.TryQueue(7, "d", Cred()));
+}
+
+}  // namespace
+}  // namespace stria::client::fuse
