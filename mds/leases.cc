@@ -220,7 +220,7 @@ uint32_t LeaseTable::GrantWriteback(const std::string& client, uint64_t dir, uin
   Resource& r = resources_[key];
   bool refuse = (r.changed_stamp > snapshot && r.changed_by != client) ||
                 (now < r.contended_until && r.changed_by != client) || now < r.wb_refused_until ||
-                others_hold(r) || OtherWriteback(r, client, now);
+                r.wb_recalling || others_hold(r) || OtherWriteback(r, client, now);
   if (!refuse) {
     if (auto a = resources_.find(Key{Kind::kAttr, dir}); a != resources_.end()) {
       refuse = others_hold(a->second);
@@ -240,7 +240,9 @@ uint32_t LeaseTable::GrantWriteback(const std::string& client, uint64_t dir, uin
   }
   if (r.wb_client.empty()) wb_grants_.fetch_add(1, std::memory_order_relaxed);
   r.wb_client = client;
-  r.wb_until = until;
+  // Recalled, and other leases refused, a while past its end too: the holder stops using it
+  // before the end, but what it queued just before may still be on its way.
+  r.wb_until = until + std::chrono::milliseconds(std::max(options_.revoke_timeout_ms, 2000));
   Schedule(key, r, until);
   ++counters_.granted;
   ++counters_.writeback_granted;
@@ -274,7 +276,8 @@ void LeaseTable::RecallWriteback(const std::string& requester,
       auto it = resources_.find(key);
       if (it == resources_.end()) continue;
       Resource& r = it->second;
-      if (r.wb_client.empty() || r.wb_client == requester) continue;
+      // (Being recalled here already: the same inode named twice.)
+      if (r.wb_client.empty() || r.wb_client == requester || r.wb_recalling) continue;
       if (r.wb_until <= now) {
         EndWritebackLocked(r);
         continue;
@@ -297,10 +300,13 @@ void LeaseTable::RecallWriteback(const std::string& requester,
   if (who.empty()) return;
   SendRevocations(who);
   std::lock_guard lock(mu_);
+  const Clock::time_point end = Now();
   for (const Key& key : recalling) {
     auto it = resources_.find(key);
     if (it == resources_.end()) continue;
     it->second.wb_recalling = false;
+    it->second.wb_refused_until = std::max(it->second.wb_refused_until,
+                                           end + std::chrono::milliseconds(options_.contended_ms));
     EndWritebackLocked(it->second);
     Schedule(key, it->second, Forgettable(it->second));
   }
@@ -455,12 +461,14 @@ void LeaseTable::Sweep(Clock::time_point now) {
     }
     if (r.holders.empty()) {
       next = Forgettable(r);
-      if (next <= now) {
+      if (next <= now && r.wb_client.empty() && !r.wb_recalling) {
         purge_floor_ = std::max(purge_floor_, r.changed_stamp);
         resources_.erase(it);
         continue;
       }
     }
+    if (!r.wb_client.empty()) next = std::min(next, std::max(r.wb_until, now));
+    if (r.wb_recalling) next = std::max(next, now + std::chrono::seconds(1));  // the recall ends it
     Schedule(key, r, next);
   }
 }

@@ -149,6 +149,8 @@ class LeaseTable {
   // write-back grants on them held by other clients, and waits until each holder answered
   // (its unlinks there reached us) or timed out. Costs one atomic load while no grant is held.
   void RecallWriteback(const std::string& requester, std::initializer_list<uint64_t> inos);
+  // Whether any write-back grant may be held now (one atomic load).
+  bool AnyWriteback() const { return wb_grants_.load(std::memory_order_relaxed) != 0; }
 
   // Revoke, before a change is made rather than after: what `changes` names is contended
   // from now on even where nobody held a lease, so no other client gets one between this

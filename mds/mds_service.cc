@@ -150,7 +150,26 @@ void RevokeVictimFirst(LeaseTable& leases, const Namespace& ns, const std::strin
 // directory it reads or changes) is recalled first: the unlinks that client answered reach
 // the MDS before this request reads or changes anything there (mds/leases.h).
 template <typename Req>
-void RecallWritebackFor(LeaseTable& leases, const std::string& client, const Req& req) {
+void RecallWritebackFor(LeaseTable& leases, const Namespace& ns, const std::string& client,
+                        const Req& req) {
+  if (!leases.AnyWriteback()) return;
+  // A directory named by a lookup, an rmdir or a rename (its emptiness, its times, what
+  // replaces it) counts as named too.
+  auto child_dir = [&](uint64_t parent, const std::string& name) -> uint64_t {
+    auto entry = ns.GetDirent(parent, name);
+    return entry.ok() && entry->has_value() && (*entry)->second == proto::FT_DIR ? (*entry)->first
+                                                                                 : 0;
+  };
+  if constexpr (std::is_same_v<Req, proto::LookupRequest> ||
+                std::is_same_v<Req, proto::UnlinkRequest>) {
+    if (const uint64_t d = child_dir(req.parent(), req.name()); d != 0) {
+      leases.RecallWriteback(client, {d});
+    }
+  } else if constexpr (std::is_same_v<Req, proto::RenameRequest>) {
+    const uint64_t d1 = child_dir(req.old_parent(), req.old_name());
+    const uint64_t d2 = child_dir(req.new_parent(), req.new_name());
+    if ((d1 | d2) != 0) leases.RecallWriteback(client, {d1, d2});
+  }
   uint64_t a = 0, b = 0, c = 0;
   if constexpr (requires {
                   { req.parent() } -> std::convertible_to<uint64_t>;
@@ -170,6 +189,7 @@ void RecallWritebackFor(LeaseTable& leases, const std::string& client, const Req
                   { req.ino() } -> std::convertible_to<uint64_t>;
                 })
     c = req.ino();
+  if (b == a) b = 0;  // a rename within one directory
   if ((a | b | c) != 0) leases.RecallWriteback(client, {a, b, c});
 }
 
@@ -254,7 +274,7 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
             return Status(Code::kInval, "replay_ino is for replayed creates only");
           }
         }
-        if (leases) RecallWritebackFor(*leases, ctx.client_uuid, wire_req);
+        if (leases) RecallWritebackFor(*leases, *ns, ctx.client_uuid, wire_req);
         if constexpr (kSettlesFirst<Req>) {
           SettleWriters(sessions, leases, *ns, gateway, wire_req.ino(), ctx.client_uuid);
         }

@@ -390,7 +390,10 @@ void StriaFs::StartUnlinkWriteback() {
         dir_attrs_.Drop(it.parent);
       });
   client_->SetMdsCallGate(unlink_wb_.get());
+  unlink_wb_live_.store(unlink_wb_.get(), std::memory_order_release);
 }
+
+StriaFs::~StriaFs() { StopUnlinkWriteback(); }
 
 void StriaFs::StopUnlinkWriteback() {
   if (!unlink_wb_) return;

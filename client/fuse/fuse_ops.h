@@ -20,6 +20,7 @@
 #define FUSE_USE_VERSION 314
 #include <fuse_lowlevel.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -83,6 +84,7 @@ struct FsOptions {
 class StriaFs {
  public:
   StriaFs(Client* client, FsOptions options);
+  ~StriaFs();  // the client's MDS call gate goes (StopUnlinkWriteback)
 
   // The callback table (fuse_lowlevel_ops) whose userdata is a StriaFs.
   static const fuse_lowlevel_ops& Ops();
@@ -116,7 +118,9 @@ class StriaFs {
   // A revocation of these directories' entry leases (all: the leases were lost): the grants
   // there end, and the unlinks answered under them reach the MDS before it is answered.
   void RecallUnlinks(const std::vector<uint64_t>& dirs, bool all) {
-    if (unlink_wb_) unlink_wb_->Recall(dirs, all);
+    if (UnlinkWriteback* wb = unlink_wb_live_.load(std::memory_order_acquire)) {
+      wb->Recall(dirs, all);
+    }
   }
   // At unmount, while the MDS session still runs: sends what is queued; no more write-back.
   void StopUnlinkWriteback();
@@ -308,6 +312,7 @@ class StriaFs {
                           [this](FileHandle* fh) { RegisterLocalOpen(fh); }};
   // Unlinks answered before the MDS has them (unlink_writeback.h); null: none.
   std::unique_ptr<UnlinkWriteback> unlink_wb_;
+  std::atomic<UnlinkWriteback*> unlink_wb_live_{nullptr};  // for the lease callback threads
   // Closes that report nothing, sent together (close_batcher.h).
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
                       [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};

@@ -98,9 +98,14 @@ Status LeaseCache::Start(fuse_session* se, const lnet::Nid& mds) {
           revoked = on_revoked_inodes_;
           revoked_dirs = on_revoked_dirs_;
         }
+        const auto t0 = Clock::now();
         if (revoked_dirs && !dirs.empty()) revoked_dirs(dirs, /*all=*/false);
         if (revoked && !inos.empty()) revoked(inos);
         WaitInvalidated(seq, kInvalWait);
+        // An answer this late may find the MDS gone on without it (--md-lease-revoke-ms,
+        // 2 s by default): it then dropped every lease and write-back grant of this mount,
+        // which hears of it only at its next keepalive. The grants end here now.
+        if (revoked_dirs && Clock::now() - t0 > kSlowAnswer) revoked_dirs({}, /*all=*/true);
         return Status::Ok();
       });
   lnet::Nid listen{lnet::Lnd::kTcp, local, 0};
@@ -251,6 +256,15 @@ bool LeaseCache::KnownAbsent(uint64_t dir, std::string_view name, double* timeou
 
 double LeaseCache::EntryTimeout(uint64_t parent, std::string_view name, uint32_t lease_ms,
                                 const Stamp& stamp) {
+  if (lease_ms == 0 && enabled()) {
+    // Named without a lease: whatever an earlier lease said of it is no longer ours to
+    // trust (HoldsName).
+    std::lock_guard lock(mu_);
+    if (auto it = names_.find(parent);
+        it != names_.end() && it->second.names.erase(std::string(name)) != 0) {
+      --cached_;
+    }
+  }
   if (lease_ms == 0 || !enabled()) return options_.fallback_entry_s;
   std::lock_guard lock(mu_);
   // A revocation came while the request was out: what it read may predate the change.
@@ -282,7 +296,8 @@ void LeaseCache::EntryLeaseRenewed(uint64_t dir, uint32_t lease_ms, const Stamp&
   if (lease_ms == 0 || !enabled()) return;
   std::lock_guard lock(mu_);
   if (epoch_ != stamp.epoch) return;  // a revocation came while the request was out
-  if (auto it = names_.find(dir); it != names_.end()) {
+  // Only a lease still running: names kept past its end may have changed since.
+  if (auto it = names_.find(dir); it != names_.end() && it->second.until > Clock::now()) {
     it->second.until = std::max(it->second.until, Until(lease_ms, stamp));
   }
 }

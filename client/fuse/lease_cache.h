@@ -64,6 +64,8 @@ struct LeaseCacheOptions {
 class LeaseCache {
  public:
   using Clock = std::chrono::steady_clock;
+  // A revocation answered later than this may have been given up by the MDS.
+  static constexpr std::chrono::milliseconds kSlowAnswer{1000};
 
   LeaseCache(Client* client, LeaseCacheOptions options);
   ~LeaseCache();  // Stop()s

@@ -62,7 +62,7 @@ bool UnlinkWriteback::TryQueue(uint64_t dir, std::string_view name,
   }
   const uint64_t seq = next_seq_++;
   queue_.emplace_back(seq, Item{dir, std::string(name), cred});
-  outstanding_.insert(seq);
+  outstanding_.emplace(seq, dir);
   ++counters_.queued;
   lock.unlock();
   work_cv_.notify_one();
@@ -80,7 +80,25 @@ void UnlinkWriteback::Recall(const std::vector<uint64_t>& dirs, bool all) {
       for (uint64_t d : dirs) grants_.erase(d);
     }
   }
-  Flush();
+  if (all) {
+    Flush();
+  } else {
+    FlushDirs(dirs);
+  }
+}
+
+void UnlinkWriteback::FlushDirs(const std::vector<uint64_t>& dirs) {
+  if (t_sender) return;
+  std::unique_lock lock(mu_);
+  auto pending = [&] {
+    for (const auto& [seq, parent] : outstanding_) {
+      if (std::find(dirs.begin(), dirs.end(), parent) != dirs.end()) return true;
+    }
+    return false;
+  };
+  if (!pending()) return;
+  ++counters_.waits;
+  done_cv_.wait(lock, [&] { return !pending(); });
 }
 
 void UnlinkWriteback::MdsRestarted() {
@@ -98,7 +116,7 @@ void UnlinkWriteback::Flush() {
   if (outstanding_.empty()) return;
   const uint64_t upto = next_seq_ - 1;
   ++counters_.waits;
-  done_cv_.wait(lock, [&] { return outstanding_.empty() || *outstanding_.begin() > upto; });
+  done_cv_.wait(lock, [&] { return outstanding_.empty() || outstanding_.begin()->first > upto; });
 }
 
 void UnlinkWriteback::BeforeMdsCall(uint16_t op) {

@@ -35,8 +35,8 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
-#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -89,10 +89,13 @@ class UnlinkWriteback : public MdsCallGate {
   // caller answers the unlink done. False: the caller unlinks synchronously.
   bool TryQueue(uint64_t dir, std::string_view name, const proto::Credentials& cred);
   // The MDS recalls the grants on `dirs` (all: every grant, the leases were lost): they
-  // end, and what was queued has reached the MDS when this returns.
+  // end, and what was queued in those directories has reached the MDS when this returns
+  // (nothing is waited for in a directory without one).
   void Recall(const std::vector<uint64_t>& dirs, bool all);
   // Waits until every unlink queued before the call has been answered by the MDS.
   void Flush();
+  // The same for those in `dirs` only.
+  void FlushDirs(const std::vector<uint64_t>& dirs);
   // MdsCallGate: Flush before any request but those that need not wait (keepalives,
   // registrations, gathered closes) and the senders' own.
   void BeforeMdsCall(uint16_t op) override;
@@ -123,7 +126,8 @@ class UnlinkWriteback : public MdsCallGate {
   std::unordered_map<uint64_t, Clock::time_point> grants_;  // GUARDED_BY(mu_): dir -> end
   uint64_t epoch_ = 0;                                      // GUARDED_BY(mu_)
   std::deque<std::pair<uint64_t, Item>> queue_;             // GUARDED_BY(mu_): seq, item
-  std::set<uint64_t> outstanding_;  // GUARDED_BY(mu_): seqs queued or being sent
+  std::map<uint64_t, uint64_t> outstanding_;  // GUARDED_BY(mu_): seq -> parent, queued or
+                                              // being sent
   uint64_t next_seq_ = 1;           // GUARDED_BY(mu_)
   bool stop_ = false;               // GUARDED_BY(mu_)
   Counters counters_;               // GUARDED_BY(mu_)
