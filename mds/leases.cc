@@ -142,13 +142,7 @@ uint32_t LeaseTable::Grant(const std::string& client, Kind kind, uint64_t ino,
     if (r.holders.empty()) Schedule(key, r, Forgettable(r));
     return 0;
   }
-  const Clock::time_point until = now + std::chrono::milliseconds(options_.lease_ms);
-  auto [it, inserted] = r.holders.try_emplace(client, until);
-  if (inserted) {
-    ++c->second.held;
-  } else {
-    it->second = until;
-  }
+  const Clock::time_point until = HoldLocked(c->second, client, r, now);
   // A renewal changes nothing there: the resource is due earlier, and is rescheduled then.
   Schedule(key, r, until);
   ++counters_.granted;
@@ -231,13 +225,7 @@ uint32_t LeaseTable::GrantWriteback(const std::string& client, uint64_t dir, uin
     if (r.holders.empty()) Schedule(key, r, Forgettable(r));
     return 0;
   }
-  const Clock::time_point until = now + std::chrono::milliseconds(options_.lease_ms);
-  auto [it, inserted] = r.holders.try_emplace(client, until);
-  if (inserted) {
-    ++c->second.held;
-  } else {
-    it->second = until;
-  }
+  const Clock::time_point until = HoldLocked(c->second, client, r, now);
   if (r.wb_client.empty()) wb_grants_.fetch_add(1, std::memory_order_relaxed);
   r.wb_client = client;
   // Recalled, and other leases refused, a while past its end too: the holder stops using it
@@ -311,6 +299,18 @@ void LeaseTable::RecallWriteback(const std::string& requester,
     Schedule(key, it->second, Forgettable(it->second));
   }
   recall_cv_.notify_all();
+}
+
+LeaseTable::Clock::time_point LeaseTable::HoldLocked(ClientState& state, const std::string& client,
+                                                     Resource& r, Clock::time_point now) {
+  const Clock::time_point until = now + std::chrono::milliseconds(options_.lease_ms);
+  auto [it, inserted] = r.holders.try_emplace(client, until);
+  if (inserted) {
+    ++state.held;
+  } else {
+    it->second = until;
+  }
+  return until;
 }
 
 void LeaseTable::EndWritebackLocked(Resource& r) {

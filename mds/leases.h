@@ -233,6 +233,10 @@ class LeaseTable {
   // Looks at up to kSweepBatch resources that are due. REQUIRES mu_
   void Sweep(Clock::time_point now);
   void ForgetLocked(const std::string& client);
+  // Makes `client` a holder of r (or renews it) for lease_ms from now: until when.
+  // REQUIRES mu_
+  Clock::time_point HoldLocked(ClientState& state, const std::string& client, Resource& r,
+                               Clock::time_point now);
   // Ends r's write-back grant, if any (unless being recalled: the recall ends it).
   // REQUIRES mu_
   void EndWritebackLocked(Resource& r);
