@@ -92,6 +92,26 @@ Result<proto::UnlinkReply> Metadata::Unlink(const Cred& cred, uint64_t parent,
   return Call<proto::UnlinkReply>(proto::OP_MDS_UNLINK, req);
 }
 
+Result<proto::UnlinkReply> Metadata::UnlinkBatch(const Cred& cred, uint64_t parent,
+                                                 const std::vector<std::string>& names,
+                                                 bool want_writeback) {
+  if (names.empty()) return Status(Code::kInval, "an unlink batch needs a name");
+  proto::UnlinkRequest req;
+  *req.mutable_cred() = cred;
+  req.set_parent(parent);
+  req.set_name(names.front());
+  for (size_t i = 1; i < names.size(); ++i) req.add_more_names(names[i]);
+  req.set_want_writeback(want_writeback);
+  auto rep = Call<proto::UnlinkReply>(proto::OP_MDS_UNLINK, req);
+  if (rep.ok() && names.size() > 1 && rep->codes_size() != static_cast<int>(names.size())) {
+    return Status(Code::kProtocol, "the MDS answered an unlink batch of " +
+                                       std::to_string(names.size()) + " with " +
+                                       std::to_string(rep->codes_size()) + " results");
+  }
+  if (rep.ok() && names.size() == 1) rep->add_codes(0);  // sent as a single unlink
+  return rep;
+}
+
 Status Metadata::Rename(const Cred& cred, uint64_t parent, std::string_view name,
                         uint64_t new_parent, std::string_view new_name, uint32_t flags) {
   STRIA_RETURN_IF_ERROR(CheckName(name));

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "client/client.h"
 #include "common/status.h"
@@ -62,6 +63,12 @@ class Metadata {
   // parent (UnlinkReply.writeback_ms; client/fuse/unlink_writeback.h).
   Result<proto::UnlinkReply> Unlink(const Cred& cred, uint64_t parent, std::string_view name,
                                     bool is_dir, bool want_writeback = false);
+  // Unlinks the files `names` (at least one) of `parent` in one MDS transaction, each alone:
+  // the reply's `codes` has each name's result (common/status.h Code), in order. An error:
+  // none was unlinked (the parent's check, the transport, a single name's failure).
+  Result<proto::UnlinkReply> UnlinkBatch(const Cred& cred, uint64_t parent,
+                                         const std::vector<std::string>& names,
+                                         bool want_writeback = false);
   // flags: RENAME_NOREPLACE, RENAME_EXCHANGE; others are EINVAL.
   Status Rename(const Cred& cred, uint64_t parent, std::string_view name, uint64_t new_parent,
                 std::string_view new_name, uint32_t flags = 0);

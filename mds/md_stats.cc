@@ -38,10 +38,17 @@ void CountMdRequest(MdStats* s, proto::Opcode op, const google::protobuf::Messag
       }
       return;
     }
-    case proto::OP_MDS_UNLINK:
-      s->Count(job, static_cast<const proto::UnlinkRequest&>(req).is_dir() ? kMdRmdir : kMdUnlink,
-               usecs);
+    case proto::OP_MDS_UNLINK: {
+      const auto& r = static_cast<const proto::UnlinkRequest&>(req);
+      if (r.is_dir()) {
+        s->Count(job, kMdRmdir, usecs);
+        return;
+      }
+      // A batch counts each of its unlinks, with its share of the time.
+      const int n = 1 + r.more_names_size();
+      for (int i = 0; i < n; ++i) s->Count(job, kMdUnlink, usecs / n);
       return;
+    }
     case proto::OP_MDS_RENAME: {
       const auto& r = static_cast<const proto::RenameRequest&>(req);
       s->Count(job, kMdRename, usecs);

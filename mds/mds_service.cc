@@ -128,22 +128,22 @@ void RevokeVictimFirst(LeaseTable& leases, const Namespace& ns, const std::strin
                        const Req& req) {
   // Nobody else can hold a lease (a single mount's unlinks cost nothing here).
   if (!leases.OthersRegistered(client)) return;
-  uint64_t parent = 0;
-  std::string_view name;
+  MdChanges victims;
+  auto victim = [&](uint64_t parent, std::string_view name) {
+    auto entry = ns.GetDirent(parent, name);
+    if (entry.ok() && entry->has_value() && (*entry)->second == proto::FT_REG) {
+      victims.inos.insert((*entry)->first);
+    }
+  };
   if constexpr (std::is_same_v<Req, proto::UnlinkRequest>) {
     if (req.is_dir()) return;
-    parent = req.parent();
-    name = req.name();
+    victim(req.parent(), req.name());
+    for (const std::string& name : req.more_names()) victim(req.parent(), name);
   } else {
     if (req.flags() & 2) return;  // RENAME_EXCHANGE (RenameRequest.flags): both names stay
-    parent = req.new_parent();
-    name = req.new_name();
+    victim(req.new_parent(), req.new_name());
   }
-  auto entry = ns.GetDirent(parent, name);
-  if (!entry.ok() || !entry->has_value() || (*entry)->second != proto::FT_REG) return;
-  MdChanges victim;
-  victim.inos.insert((*entry)->first);
-  leases.RevokeBeforeChange(client, victim);
+  if (!victims.empty()) leases.RevokeBeforeChange(client, victims);
 }
 
 // Another client's write-back grant over a directory this request names (its parent, the

@@ -245,6 +245,71 @@ TEST(UnlinkTest, UnlinkAndRmdir) {
   EXPECT_EQ(Getattr(f.ns(), g, &ar).code(), Code::kNoEnt);
 }
 
+TEST(UnlinkTest, ABatchUnlinksEachFileAloneInOneTransaction) {
+  MdsFixture f;
+  f.AddOsts(1);
+  const proto::Credentials alice = User(1001, 1001), eve = User(1002, 1002);
+  const uint64_t d = f.Mkdir(kRootIno, "d", 01777).attr().ino();  // sticky: eve's stays
+  for (const char* name : {"a", "h1", "x"}) {
+    ASSERT_TRUE(f.Create(d, name, S_IFREG | 0644, alice).ok());
+  }
+  ASSERT_TRUE(f.Create(d, "b", S_IFREG | 0644, eve).ok());
+  ASSERT_TRUE(f.Create(d, "sub", S_IFDIR | 0755, alice).ok());
+  proto::LinkRequest link;
+  *link.mutable_cred() = Root();
+  link.set_ino(f.Lookup(d, "h1")->ino());
+  link.set_new_parent(d);
+  link.set_new_name("h2");
+  proto::EntryReply linked;
+  ASSERT_TRUE(Link(f.ns(), link, &linked).ok());
+  const uint64_t inodes = f.ns().InodeCount();
+  const proto::Attr before = f.Getattr(d);
+
+  proto::UnlinkRequest req;
+  *req.mutable_cred() = alice;
+  req.set_parent(d);
+  req.set_name("a");
+  for (const char* name : {"b", "sub", "nope", "a", "h1", "h2", "..", "x"}) {
+    req.add_more_names(name);
+  }
+  proto::UnlinkReply rep;
+  ASSERT_TRUE(Unlink(f.ns(), req, &rep).ok());
+  auto code = [](Code c) { return static_cast<int32_t>(c); };
+  const std::vector<int32_t> want = {0,                   // a
+                                     code(Code::kPerm),   // b: eve's, in a sticky directory
+                                     code(Code::kIsDir),  // sub
+                                     code(Code::kNoEnt),  // nope
+                                     code(Code::kNoEnt),  // a, twice in the batch
+                                     0,
+                                     0,                   // h1 and h2: both links of one file
+                                     code(Code::kInval),  // ..
+                                     0};                  // x
+  EXPECT_EQ(std::vector<int32_t>(rep.codes().begin(), rep.codes().end()), want);
+  EXPECT_FALSE(rep.has_attr());
+  EXPECT_EQ(f.ns().InodeCount(), inodes - 3);
+  for (const char* gone : {"a", "h1", "h2", "x"}) {
+    EXPECT_EQ(f.Lookup(d, gone).status().code(), Code::kNoEnt) << gone;
+  }
+  EXPECT_TRUE(f.Lookup(d, "b").ok());
+  EXPECT_TRUE(f.Lookup(d, "sub").ok());
+  const proto::Attr after = f.Getattr(d);
+  EXPECT_EQ(after.nlink(), before.nlink());
+  EXPECT_GT(after.mtime_ns(), before.mtime_ns());
+  EXPECT_EQ(rep.parent_attr().mtime_ns(), after.mtime_ns());
+
+  // The parent's check fails the whole batch; directories are not unlinked in batches.
+  proto::UnlinkRequest again;
+  *again.mutable_cred() = eve;
+  again.set_parent(f.Mkdir(kRootIno, "ro", 0755).attr().ino());
+  again.set_name("b");
+  again.add_more_names("c");
+  EXPECT_EQ(Unlink(f.ns(), again, &rep).code(), Code::kAccess);
+  again.set_parent(d);
+  again.set_is_dir(true);
+  EXPECT_EQ(Unlink(f.ns(), again, &rep).code(), Code::kInval);
+  EXPECT_TRUE(f.Lookup(d, "b").ok());
+}
+
 TEST(LinkTest, HardLinks) {
   MdsFixture f;
   f.AddOsts(1);

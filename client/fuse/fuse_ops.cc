@@ -372,17 +372,27 @@ void StriaFs::StartUnlinkWriteback() {
   if (unlink_wb_ || leases_ == nullptr) return;
   unlink_wb_ = std::make_unique<UnlinkWriteback>(
       UnlinkWriteback::kSenders, UnlinkWriteback::kMaxQueued,
-      [this](const UnlinkWriteback::Item& it) -> Status {
+      [this](const std::vector<UnlinkWriteback::Item>& items) -> std::vector<Status> {
+        const uint64_t parent = items.front().parent;
+        std::vector<std::string> names;
+        names.reserve(items.size());
+        for (const UnlinkWriteback::Item& it : items) names.push_back(it.name);
         const uint64_t epoch = unlink_wb_->Epoch();
         const LeaseCache::Stamp stamp = leases_->Begin();
-        auto r = md_.Unlink(it.cred, it.parent, it.name, /*is_dir=*/false,
-                            /*want_writeback=*/true);
-        STRIA_RETURN_IF_ERROR(r.status());
+        auto r = md_.UnlinkBatch(items.front().cred, parent, names, /*want_writeback=*/true);
+        if (!r.ok()) return std::vector<Status>(items.size(), r.status());
         // Renewed, with the entry lease that comes with it.
-        unlink_wb_->Granted(it.parent, r->writeback_ms(), stamp.sent, epoch);
-        leases_->EntryLeaseRenewed(it.parent, r->writeback_ms(), stamp);
+        unlink_wb_->Granted(parent, r->writeback_ms(), stamp.sent, epoch);
+        leases_->EntryLeaseRenewed(parent, r->writeback_ms(), stamp);
         if (r->has_parent_attr()) dir_attrs_.Put(r->parent_attr());
-        return Status::Ok();
+        std::vector<Status> results;
+        results.reserve(items.size());
+        for (size_t i = 0; i < items.size(); ++i) {
+          const auto code = static_cast<Code>(r->codes(static_cast<int>(i)));
+          results.push_back(code == Code::kOk ? Status::Ok()
+                                              : Status(code, "unlink of '" + names[i] + "'"));
+        }
+        return results;
       },
       [this](const UnlinkWriteback::Item& it, const Status&) {
         // The name may still be there after all: the MDS is asked again.

@@ -60,9 +60,9 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
     out[llite + ".unlink_writeback"] = [this] {
       const UnlinkWriteback::Counters c = unlink_wb_->counters();
       return fmt::format(
-          "queued: {}\nsent: {}\nfailed: {}\ngrants: {}\nrecalls: {}\nwaits: {}\n"
-          "pending: {}\n",
-          c.queued, c.sent, c.failed, c.grants, c.recalls, c.waits, c.pending);
+          "queued: {}\nsent: {}\nbatches: {}\nfailed: {}\ngrants: {}\nrecalls: {}\n"
+          "waits: {}\npending: {}\n",
+          c.queued, c.sent, c.batches, c.failed, c.grants, c.recalls, c.waits, c.pending);
     };
   }
   if (leases_ != nullptr) {

@@ -139,25 +139,54 @@ void UnlinkWriteback::BeforeMdsCall(uint16_t op) {
   Flush();
 }
 
+namespace {
+// One request may carry both: the same directory, and the same user (the pid aside).
+bool SameBatch(const UnlinkWriteback::Item& a, const UnlinkWriteback::Item& b) {
+  const proto::Credentials &x = a.cred, &y = b.cred;
+  return a.parent == b.parent && x.uid() == y.uid() && x.gid() == y.gid() &&
+         x.jobid() == y.jobid() &&
+         std::equal(x.groups().begin(), x.groups().end(), y.groups().begin(), y.groups().end());
+}
+}  // namespace
+
 void UnlinkWriteback::RunSender() {
   t_sender = true;
   std::unique_lock lock(mu_);
   while (true) {
     work_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopped, and everything sent
-    auto [seq, item] = std::move(queue_.front());
-    queue_.pop_front();
+    // The oldest unlink and those queued after it that can go with it. What is queued are
+    // unlinks of distinct names that exist (anything else this mount asks waits for them),
+    // so they may reach the MDS in any order.
+    std::vector<Item> batch;
+    std::vector<uint64_t> seqs;
+    for (auto it = queue_.begin(); it != queue_.end() && batch.size() < kMaxBatch;) {
+      if (!batch.empty() && !SameBatch(it->second, batch.front())) {
+        ++it;
+        continue;
+      }
+      seqs.push_back(it->first);
+      batch.push_back(std::move(it->second));
+      it = queue_.erase(it);
+    }
     done_cv_.notify_all();  // room in the queue
+    if (!queue_.empty()) work_cv_.notify_one();  // for another sender
     lock.unlock();
-    Status st = send_(item);
-    if (!st.ok()) {
+    std::vector<Status> results = send_(batch);
+    results.resize(batch.size(), Status(Code::kIO, "no result for this unlink"));
+    size_t failed = 0;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (results[i].ok()) continue;
+      ++failed;
       LOG_WARN("unlink of '{}' in directory {}, answered done before, refused by the MDS: {}",
-               item.name, item.parent, st.ToString());
-      if (failed_) failed_(item, st);
+               batch[i].name, batch[i].parent, results[i].ToString());
+      if (failed_) failed_(batch[i], results[i]);
     }
     lock.lock();
-    outstanding_.erase(seq);
-    ++(st.ok() ? counters_.sent : counters_.failed);
+    for (uint64_t seq : seqs) outstanding_.erase(seq);
+    counters_.sent += batch.size() - failed;
+    counters_.failed += failed;
+    ++counters_.batches;
     done_cv_.notify_all();
   }
 }

@@ -1,6 +1,6 @@
 // UnlinkWriteback: what is queued and when, the order against the mount's other MDS
 // requests, recalls and failures (the MDS side: mds/leases_test.cc; the whole path through a
-// mount: tests/unlink_writeback_cluster_test.cc).
+// mount: tests/fuse_lease_test.cc).
 #include "client/fuse/unlink_writeback.h"
 
 #include <gtest/gtest.h>
@@ -19,15 +19,25 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = UnlinkWriteback::Clock;
 
-// A send function whose unlinks wait until released, recording what reached "the MDS".
+// A send function whose batches wait until released, recording what reached "the MDS".
 class FakeMds {
  public:
-  Status Send(const UnlinkWriteback::Item& it) {
+  std::vector<Status> Send(const std::vector<UnlinkWriteback::Item>& items) {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return open_; });
-    sent_.push_back(it.name);
+    std::vector<Status> results;
+    batches_.emplace_back();
+    for (const UnlinkWriteback::Item& it : items) {
+      sent_.push_back(it.name);
+      batches_.back().push_back(it.name);
+      results.push_back(it.name.starts_with("bad") ? Status(Code::kIO, "disk error")
+                                                   : Status::Ok());
+    }
     cv_.notify_all();
-    return it.name.starts_with("bad") ? Status(Code::kIO, "disk error") : Status::Ok();
+    return results;
+  }
+  UnlinkWriteback::SendFn Fn() {
+    return [this](const std::vector<UnlinkWriteback::Item>& items) { return Send(items); };
   }
   void Hold() {
     std::lock_guard lock(mu_);
@@ -42,12 +52,17 @@ class FakeMds {
     std::lock_guard lock(mu_);
     return sent_;
   }
+  std::vector<std::vector<std::string>> batches() const {
+    std::lock_guard lock(mu_);
+    return batches_;
+  }
 
  private:
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = true;
   std::vector<std::string> sent_;
+  std::vector<std::vector<std::string>> batches_;
 };
 
 proto::Credentials Cred() {
@@ -58,8 +73,7 @@ proto::Credentials Cred() {
 
 TEST(UnlinkWritebackTest, QueuesOnlyUnderALiveGrantAndFlushWaitsForTheMds) {
   FakeMds mds;
-  UnlinkWriteback wb(
-      2, 16, [&](const UnlinkWriteback::Item& it) { return mds.Send(it); }, nullptr);
+  UnlinkWriteback wb(2, 16, mds.Fn(), nullptr);
   EXPECT_FALSE(wb.TryQueue(7, "a", Cred())) << "no grant";
   wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
   wb.Granted(8, 0, Clock::now(), wb.Epoch());
@@ -89,11 +103,11 @@ TEST(UnlinkWritebackTest, NoOtherMdsRequestOvertakesWhatWasQueued) {
   std::atomic<int> sender_gate_calls{0};
   wb = std::make_unique<UnlinkWriteback>(
       1, 16,
-      [&](const UnlinkWriteback::Item& it) {
+      [&](const std::vector<UnlinkWriteback::Item>& items) {
         // A sender's own request goes through the gate too, and must not wait for itself.
         wb->BeforeMdsCall(proto::OP_MDS_UNLINK);
         ++sender_gate_calls;
-        return mds.Send(it);
+        return mds.Send(items);
       },
       nullptr);
   wb->Granted(7, 30'000, Clock::now(), wb->Epoch());
@@ -117,8 +131,7 @@ TEST(UnlinkWritebackTest, NoOtherMdsRequestOvertakesWhatWasQueued) {
 
 TEST(UnlinkWritebackTest, ARecallEndsTheGrantAndReturnsOnceTheQueueReachedTheMds) {
   FakeMds mds;
-  UnlinkWriteback wb(
-      2, 16, [&](const UnlinkWriteback::Item& it) { return mds.Send(it); }, nullptr);
+  UnlinkWriteback wb(2, 16, mds.Fn(), nullptr);
   wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
   wb.Granted(8, 30'000, Clock::now(), wb.Epoch());
   mds.Hold();
@@ -145,12 +158,10 @@ TEST(UnlinkWritebackTest, AnUnlinkTheMdsRefusesIsReportedAndAFullQueueWaits) {
   FakeMds mds;
   std::mutex mu;
   std::vector<std::string> failed;
-  UnlinkWriteback wb(
-      1, 2, [&](const UnlinkWriteback::Item& it) { return mds.Send(it); },
-      [&](const UnlinkWriteback::Item& it, const Status& st) {
-        std::lock_guard lock(mu);
-        failed.push_back(it.name + ": " + st.message());
-      });
+  UnlinkWriteback wb(1, 2, mds.Fn(), [&](const UnlinkWriteback::Item& it, const Status& st) {
+    std::lock_guard lock(mu);
+    failed.push_back(it.name + ": " + st.message());
+  });
   wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
   mds.Hold();
   ASSERT_TRUE(wb.TryQueue(7, "bad1", Cred()));
@@ -170,10 +181,52 @@ TEST(UnlinkWritebackTest, AnUnlinkTheMdsRefusesIsReportedAndAFullQueueWaits) {
   EXPECT_EQ(wb.counters().sent, 3u);
 }
 
+TEST(UnlinkWritebackTest, QueuedUnlinksOfOneDirectoryByOneUserGoAsOneBatch) {
+  FakeMds mds;
+  std::mutex mu;
+  std::vector<std::string> failed;
+  UnlinkWriteback wb(1, 256, mds.Fn(), [&](const UnlinkWriteback::Item& it, const Status&) {
+    std::lock_guard lock(mu);
+    failed.push_back(it.name);
+  });
+  wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
+  wb.Granted(8, 30'000, Clock::now(), wb.Epoch());
+  mds.Hold();
+  ASSERT_TRUE(wb.TryQueue(7, "first", Cred()));
+  std::this_thread::sleep_for(50ms);  // the sender took it and waits for the MDS
+  proto::Credentials other_pid = Cred(), root;
+  other_pid.set_pid(4242);
+  ASSERT_TRUE(wb.TryQueue(7, "a", Cred()));
+  ASSERT_TRUE(wb.TryQueue(8, "b", Cred()));
+  ASSERT_TRUE(wb.TryQueue(7, "c", other_pid));
+  ASSERT_TRUE(wb.TryQueue(7, "d", root));
+  ASSERT_TRUE(wb.TryQueue(7, "bad", Cred()));
+  std::vector<std::string> more, rest;
+  for (int i = 0; i < 70; ++i) {
+    const std::string name = "e" + std::to_string(i);
+    ASSERT_TRUE(wb.TryQueue(7, name, Cred()));
+    (i < 61 ? more : rest).push_back(name);
+  }
+  mds.Release();
+  wb.Flush();
+  std::vector<std::string> second = {"a", "c", "bad"};
+  second.insert(second.end(), more.begin(), more.end());
+  ASSERT_EQ(second.size(), UnlinkWriteback::kMaxBatch);
+  const std::vector<std::vector<std::string>> want = {{"first"}, second, {"b"}, {"d"}, rest};
+  EXPECT_EQ(mds.batches(), want);
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(failed, std::vector<std::string>{"bad"}) << "only the refused one of its batch";
+  }
+  const auto c = wb.counters();
+  EXPECT_EQ(c.batches, 5u);
+  EXPECT_EQ(c.sent, 75u);
+  EXPECT_EQ(c.failed, 1u);
+}
+
 TEST(UnlinkWritebackTest, StopSendsWhatIsQueuedAndQueuesNothingAfter) {
   FakeMds mds;
-  UnlinkWriteback wb(
-      2, 16, [&](const UnlinkWriteback::Item& it) { return mds.Send(it); }, nullptr);
+  UnlinkWriteback wb(2, 16, mds.Fn(), nullptr);
   wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
   mds.Hold();
   ASSERT_TRUE(wb.TryQueue(7, "a", Cred()));
