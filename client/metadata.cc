@@ -103,6 +103,19 @@ Result<proto::UnlinkReply> Metadata::UnlinkBatch(const Cred& cred, uint64_t pare
   for (size_t i = 1; i < names.size(); ++i) req.add_more_names(names[i]);
   req.set_want_writeback(want_writeback);
   auto rep = Call<proto::UnlinkReply>(proto::OP_MDS_UNLINK, req);
+  if (rep.ok() && names.size() > 1 && rep->codes_size() == 0) {
+    // An MDS from before batches read `name` alone, and unlinked it: the rest one by one.
+    rep->add_codes(0);
+    for (size_t i = 1; i < names.size(); ++i) {
+      auto one = Unlink(cred, parent, names[i], /*is_dir=*/false, want_writeback);
+      rep->add_codes(static_cast<int32_t>(one.status().code()));
+      if (one.ok()) {
+        rep->set_writeback_ms(one->writeback_ms());
+        *rep->mutable_parent_attr() = one->parent_attr();
+      }
+    }
+    return rep;
+  }
   if (rep.ok() && names.size() > 1 && rep->codes_size() != static_cast<int>(names.size())) {
     return Status(Code::kProtocol, "the MDS answered an unlink batch of " +
                                        std::to_string(names.size()) + " with " +

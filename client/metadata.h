@@ -63,9 +63,11 @@ class Metadata {
   // parent (UnlinkReply.writeback_ms; client/fuse/unlink_writeback.h).
   Result<proto::UnlinkReply> Unlink(const Cred& cred, uint64_t parent, std::string_view name,
                                     bool is_dir, bool want_writeback = false);
-  // Unlinks the files `names` (at least one) of `parent` in one MDS transaction, each alone:
-  // the reply's `codes` has each name's result (common/status.h Code), in order. An error:
-  // none was unlinked (the parent's check, the transport, a single name's failure).
+  // Unlinks the files `names` (at least one, at most mds kMaxUnlinkBatch) of `parent` in one
+  // MDS transaction, each alone: the reply's `codes` has each name's result
+  // (common/status.h Code), in order. An MDS from before batches unlinks the first name
+  // only; the others are then sent one by one. An error: no name's result is known (the
+  // parent's check or a single name failed; after a transport error some may be done).
   Result<proto::UnlinkReply> UnlinkBatch(const Cred& cred, uint64_t parent,
                                          const std::vector<std::string>& names,
                                          bool want_writeback = false);

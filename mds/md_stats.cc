@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include "mds/ops/ops.h"
+
 namespace stria::mds {
 namespace {
 
@@ -44,8 +46,8 @@ void CountMdRequest(MdStats* s, proto::Opcode op, const google::protobuf::Messag
         s->Count(job, kMdRmdir, usecs);
         return;
       }
-      // A batch counts each of its unlinks, with its share of the time.
-      const int n = 1 + r.more_names_size();
+      // A batch counts each of its unlinks, each with its share of the request's time.
+      const int n = r.more_names_size() < kMaxUnlinkBatch ? 1 + r.more_names_size() : 1;
       for (int i = 0; i < n; ++i) s->Count(job, kMdUnlink, usecs / n);
       return;
     }

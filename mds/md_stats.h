@@ -6,10 +6,12 @@
 //
 // Which counter a request feeds: OP_MDS_CREATE of a directory -> mkdir; of any other type ->
 // mknod (and open as well with CreateRequest.open, as open(O_CREAT)); OP_MDS_UNLINK -> unlink
-// or rmdir; OP_MDS_RENAME -> rename and samedir_rename or crossdir_rename; OP_MDS_CLOSE ->
-// close when it closes a handle, sync when it asks for one (fsync); GETXATTR and LISTXATTR ->
-// getxattr; SETXATTR and REMOVEXATTR -> setxattr; READDIR -> readpage; DOM_READ/DOM_WRITE ->
-// read/write and read_bytes/write_bytes.
+// or rmdir (a batch of unlinks: one unlink per name, each with its share of the latency);
+// OP_MDS_RENAME -> rename and samedir_rename or crossdir_rename; OP_MDS_CLOSE -> close when
+// it closes a handle, sync when it asks for one (fsync); GETXATTR and LISTXATTR -> getxattr;
+// SETXATTR and REMOVEXATTR -> setxattr; READDIR -> readpage; DOM_READ/DOM_WRITE -> read/write
+// and read_bytes/write_bytes.
+//
 // Thread-safety: as StatsSet and JobStats.
 #pragma once
 

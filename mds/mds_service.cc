@@ -136,7 +136,7 @@ void RevokeVictimFirst(LeaseTable& leases, const Namespace& ns, const std::strin
     }
   };
   if constexpr (std::is_same_v<Req, proto::UnlinkRequest>) {
-    if (req.is_dir()) return;
+    if (req.is_dir() || req.more_names_size() >= kMaxUnlinkBatch) return;  // refused anyway
     victim(req.parent(), req.name());
     for (const std::string& name : req.more_names()) victim(req.parent(), name);
   } else {
@@ -154,7 +154,8 @@ void RecallWritebackFor(LeaseTable& leases, const Namespace& ns, const std::stri
                         const Req& req) {
   if (!leases.AnyWriteback()) return;
   // A directory named by a lookup, an rmdir or a rename (its emptiness, its times, what
-  // replaces it) counts as named too.
+  // replaces it) counts as named too. (A batch's more_names are files: a directory among
+  // them is refused, EISDIR, and changes nothing.)
   auto child_dir = [&](uint64_t parent, const std::string& name) -> uint64_t {
     auto entry = ns.GetDirent(parent, name);
     return entry.ok() && entry->has_value() && (*entry)->second == proto::FT_DIR ? (*entry)->first

@@ -389,6 +389,41 @@ TEST_F(MdsServiceTest, AResendAfterARestartGetsTheJournaledReply) {
   EXPECT_EQ(unmarked->h.status, static_cast<int32_t>(Code::kExist)) << unmarked->body;
 }
 
+TEST_F(MdsServiceTest, AResentBatchOfUnlinksGetsEachNamesJournaledResult) {
+  f_.AddOsts(1);
+  f_.Mkfile(kRootIno, "p");
+  f_.Mkfile(kRootIno, "q");
+  proto::UnlinkRequest u;
+  u.set_parent(kRootIno);
+  u.set_name("p");
+  u.add_more_names("nope");
+  u.add_more_names("q");
+  std::string body;
+  u.SerializeToString(&body);
+  auto send = [&](uint32_t flags) -> std::vector<int32_t> {
+    auto fd = lnet::testing::ConnectRaw(server_->port(), "resending-client");
+    EXPECT_TRUE(fd.ok());
+    if (!fd.ok()) return {};
+    lnet::FrameHeader h;
+    h.opcode = proto::OP_MDS_UNLINK;
+    h.xid = 43;
+    h.flags = flags;
+    EXPECT_TRUE(lnet::testing::SendFrame(*fd, h, body, {}).ok());
+    auto r = lnet::testing::RecvFrame(*fd);
+    close(*fd);
+    proto::UnlinkReply rep;
+    if (!r.ok() || r->h.status != 0 || !rep.ParseFromString(r->body)) return {};
+    return {rep.codes().begin(), rep.codes().end()};
+  };
+  const std::vector<int32_t> done = {0, static_cast<int32_t>(Code::kNoEnt), 0};
+  EXPECT_EQ(send(0), done);
+  StartServer();  // a restart: the resend is answered from the reply journal
+  EXPECT_EQ(send(lnet::kFlagResend), done);
+  StartServer();
+  const int32_t noent = static_cast<int32_t>(Code::kNoEnt);
+  EXPECT_EQ(send(0), (std::vector<int32_t>{noent, noent, noent})) << "run again";
+}
+
 TEST_F(MdsServiceTest, GarbageBodyIsProtocolErrorAndServerKeepsServing) {
   std::string reply;
   Status st = client_->CallRaw(proto::OP_MDS_CREATE, std::string("\xff\xff\xff\xff", 4), &reply);

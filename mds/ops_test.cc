@@ -297,7 +297,42 @@ TEST(UnlinkTest, ABatchUnlinksEachFileAloneInOneTransaction) {
   EXPECT_GT(after.mtime_ns(), before.mtime_ns());
   EXPECT_EQ(rep.parent_attr().mtime_ns(), after.mtime_ns());
 
-  // The parent's check fails the whole batch; directories are not unlinked in batches.
+  // A name twice whose file has another link outside the batch: the second is not there
+  // (entries are read from the database, which the transaction changes at its commit).
+  ASSERT_TRUE(f.Create(d, "k1", S_IFREG | 0644, alice).ok());
+  link.set_ino(f.Lookup(d, "k1")->ino());
+  link.set_new_name("k2");
+  ASSERT_TRUE(Link(f.ns(), link, &linked).ok());
+  const uint64_t with_k = f.ns().InodeCount();
+  proto::UnlinkRequest twice;
+  *twice.mutable_cred() = alice;
+  twice.set_parent(d);
+  twice.set_name("k1");
+  twice.add_more_names("k1");
+  rep.Clear();
+  ASSERT_TRUE(Unlink(f.ns(), twice, &rep).ok());
+  EXPECT_EQ(std::vector<int32_t>(rep.codes().begin(), rep.codes().end()),
+            (std::vector<int32_t>{0, code(Code::kNoEnt)}));
+  auto k2 = f.Lookup(d, "k2");
+  ASSERT_TRUE(k2.ok());
+  EXPECT_EQ(k2->nlink(), 1u);
+  EXPECT_EQ(f.ns().InodeCount(), with_k);
+
+  // A batch whose every name fails changes nothing.
+  const proto::Attr unchanged = f.Getattr(d);
+  proto::UnlinkRequest none;
+  *none.mutable_cred() = alice;
+  none.set_parent(d);
+  none.set_name("b");
+  none.add_more_names("nope");
+  rep.Clear();
+  ASSERT_TRUE(Unlink(f.ns(), none, &rep).ok());
+  EXPECT_EQ(std::vector<int32_t>(rep.codes().begin(), rep.codes().end()),
+            (std::vector<int32_t>{code(Code::kPerm), code(Code::kNoEnt)}));
+  EXPECT_EQ(f.Getattr(d).mtime_ns(), unchanged.mtime_ns());
+
+  // The parent's check fails the whole batch; directories are not unlinked in batches, and
+  // a batch has at most kMaxUnlinkBatch names.
   proto::UnlinkRequest again;
   *again.mutable_cred() = eve;
   again.set_parent(f.Mkdir(kRootIno, "ro", 0755).attr().ino());
@@ -308,6 +343,17 @@ TEST(UnlinkTest, ABatchUnlinksEachFileAloneInOneTransaction) {
   again.set_is_dir(true);
   EXPECT_EQ(Unlink(f.ns(), again, &rep).code(), Code::kInval);
   EXPECT_TRUE(f.Lookup(d, "b").ok());
+  proto::UnlinkRequest big;
+  *big.mutable_cred() = Root();
+  big.set_parent(d);
+  big.set_name("b");
+  for (int i = 1; i < kMaxUnlinkBatch; ++i) big.add_more_names("n" + std::to_string(i));
+  rep.Clear();
+  ASSERT_TRUE(Unlink(f.ns(), big, &rep).ok()) << "kMaxUnlinkBatch names in all";
+  EXPECT_EQ(rep.codes_size(), kMaxUnlinkBatch);
+  EXPECT_EQ(f.Lookup(d, "b").status().code(), Code::kNoEnt);
+  big.add_more_names("one-more");
+  EXPECT_EQ(Unlink(f.ns(), big, &rep).code(), Code::kInval);
 }
 
 TEST(LinkTest, HardLinks) {

@@ -64,7 +64,7 @@ class UnlinkWriteback : public MdsCallGate {
   // docs/performance.md.)
   static constexpr int kSenders = 1;
   static constexpr size_t kMaxQueued = 256;
-  // The most unlinks one request carries.
+  // The most unlinks one request carries (the MDS takes up to mds::kMaxUnlinkBatch, 256).
   static constexpr size_t kMaxBatch = 64;
 
   struct Item {

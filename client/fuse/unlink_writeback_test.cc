@@ -24,7 +24,10 @@ class FakeMds {
  public:
   std::vector<Status> Send(const std::vector<UnlinkWriteback::Item>& items) {
     std::unique_lock lock(mu_);
+    ++waiting_;
+    cv_.notify_all();
     cv_.wait(lock, [&] { return open_; });
+    --waiting_;
     std::vector<Status> results;
     batches_.emplace_back();
     for (const UnlinkWriteback::Item& it : items) {
@@ -52,6 +55,11 @@ class FakeMds {
     std::lock_guard lock(mu_);
     return sent_;
   }
+  // Until `n` sends wait for the MDS (held).
+  void AwaitWaiting(int n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return waiting_ >= n; });
+  }
   std::vector<std::vector<std::string>> batches() const {
     std::lock_guard lock(mu_);
     return batches_;
@@ -61,6 +69,7 @@ class FakeMds {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool open_ = true;
+  int waiting_ = 0;
   std::vector<std::string> sent_;
   std::vector<std::vector<std::string>> batches_;
 };
@@ -166,7 +175,7 @@ TEST(UnlinkWritebackTest, AnUnlinkTheMdsRefusesIsReportedAndAFullQueueWaits) {
   mds.Hold();
   ASSERT_TRUE(wb.TryQueue(7, "bad1", Cred()));
   // One is being sent (the sender took it), two wait: the queue is full.
-  std::this_thread::sleep_for(50ms);
+  mds.AwaitWaiting(1);
   ASSERT_TRUE(wb.TryQueue(7, "x", Cred()));
   ASSERT_TRUE(wb.TryQueue(7, "y", Cred()));
   auto fourth = std::async(std::launch::async, [&] { return wb.TryQueue(7, "z", Cred()); });
@@ -193,13 +202,20 @@ TEST(UnlinkWritebackTest, QueuedUnlinksOfOneDirectoryByOneUserGoAsOneBatch) {
   wb.Granted(8, 30'000, Clock::now(), wb.Epoch());
   mds.Hold();
   ASSERT_TRUE(wb.TryQueue(7, "first", Cred()));
-  std::this_thread::sleep_for(50ms);  // the sender took it and waits for the MDS
-  proto::Credentials other_pid = Cred(), root;
+  mds.AwaitWaiting(1);  // the sender took it and waits for the MDS
+  proto::Credentials other_pid = Cred(), root, other_gid = Cred(), other_groups = Cred(),
+                     other_job = Cred();
   other_pid.set_pid(4242);
+  other_gid.set_gid(5);
+  other_groups.add_groups(6);
+  other_job.set_jobid("train.7");
   ASSERT_TRUE(wb.TryQueue(7, "a", Cred()));
   ASSERT_TRUE(wb.TryQueue(8, "b", Cred()));
   ASSERT_TRUE(wb.TryQueue(7, "c", other_pid));
   ASSERT_TRUE(wb.TryQueue(7, "d", root));
+  ASSERT_TRUE(wb.TryQueue(7, "g", other_gid));
+  ASSERT_TRUE(wb.TryQueue(7, "h", other_groups));
+  ASSERT_TRUE(wb.TryQueue(7, "j", other_job));
   ASSERT_TRUE(wb.TryQueue(7, "bad", Cred()));
   std::vector<std::string> more, rest;
   for (int i = 0; i < 70; ++i) {
@@ -212,15 +228,16 @@ TEST(UnlinkWritebackTest, QueuedUnlinksOfOneDirectoryByOneUserGoAsOneBatch) {
   std::vector<std::string> second = {"a", "c", "bad"};
   second.insert(second.end(), more.begin(), more.end());
   ASSERT_EQ(second.size(), UnlinkWriteback::kMaxBatch);
-  const std::vector<std::vector<std::string>> want = {{"first"}, second, {"b"}, {"d"}, rest};
+  const std::vector<std::vector<std::string>> want = {{"first"}, second, {"b"}, {"d"},
+                                                      {"g"},     {"h"},  {"j"}, rest};
   EXPECT_EQ(mds.batches(), want);
   {
     std::lock_guard lock(mu);
     EXPECT_EQ(failed, std::vector<std::string>{"bad"}) << "only the refused one of its batch";
   }
   const auto c = wb.counters();
-  EXPECT_EQ(c.batches, 5u);
-  EXPECT_EQ(c.sent, 75u);
+  EXPECT_EQ(c.batches, 8u);
+  EXPECT_EQ(c.sent, 78u);
   EXPECT_EQ(c.failed, 1u);
 }
 

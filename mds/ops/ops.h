@@ -21,6 +21,10 @@ Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply*
 Status Getattr(Namespace& ns, const proto::GetattrRequest& req, proto::AttrReply* rep);
 Status Setattr(Namespace& ns, const proto::SetattrRequest& req, proto::AttrReply* rep);
 Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply* rep);
+// OP_MDS_UNLINK: unlink, or rmdir with is_dir. A batch (more_names, files only): each name
+// unlinked alone in one transaction, its result in rep->codes; EINVAL for more than
+// kMaxUnlinkBatch names in all.
+inline constexpr int kMaxUnlinkBatch = 256;
 Status Unlink(Namespace& ns, const proto::UnlinkRequest& req, proto::UnlinkReply* rep);
 Status Rename(Namespace& ns, const proto::RenameRequest& req, proto::RenameReply* rep);
 Status Link(Namespace& ns, const proto::LinkRequest& req, proto::EntryReply* rep);

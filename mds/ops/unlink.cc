@@ -5,6 +5,8 @@
 // (Q record) in the same batch.
 // A batch (more_names): the files are unlinked in one transaction, each name checked alone;
 // UnlinkReply.codes has one result per name.
+#include <fmt/format.h>
+
 #include <mutex>
 #include <string>
 #include <unordered_set>
@@ -62,6 +64,9 @@ Status Unlink(Namespace& ns, const proto::UnlinkRequest& req, proto::UnlinkReply
   const proto::Credentials& cred = req.cred();
   const bool batch = req.more_names_size() > 0;
   if (batch && req.is_dir()) return Status(Code::kInval, "a batch of unlinks is for files only");
+  if (req.more_names_size() >= kMaxUnlinkBatch) {
+    return Status(Code::kInval, fmt::format("more than {} unlinks in one batch", kMaxUnlinkBatch));
+  }
   if (!batch) STRIA_RETURN_IF_ERROR(ValidateName(req.name()));
   std::lock_guard lock(ns.mutex());
   Txn txn(&ns);
