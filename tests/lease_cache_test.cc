@@ -14,8 +14,11 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "client/metadata.h"
 #include "lnet/frame.h"
@@ -126,6 +129,55 @@ TEST_F(LeaseCacheTest, LeasesBecomeLongTimeoutsAndAnotherClientsChangeRevokesThe
   EXPECT_EQ(cache_->EntryTimeout(d, "x", 30'000, stamp), 1.0);
   // Without a lease, the short timeout too.
   EXPECT_EQ(cache_->EntryTimeout(d, "y", 0, cache_->Begin()), 1.0);
+}
+
+// The mount's write-back grants (client/fuse/unlink_writeback.h) hear of each revoked
+// directory; an answer that took over kSlowAnswer may have come after the MDS gave up on
+// this client and dropped its grants, so the cache then ends them all.
+TEST_F(LeaseCacheTest, AnAnswerToARevocationThatTookOverASecondEndsEveryWriteBackGrant) {
+  std::mutex mu;
+  std::vector<std::pair<std::vector<uint64_t>, bool>> calls;
+  std::chrono::milliseconds delay{0};
+  cache_->set_on_revoked_dirs([&](const std::vector<uint64_t>& dirs, bool all) {
+    std::chrono::milliseconds wait;
+    {
+      std::lock_guard lock(mu);
+      calls.emplace_back(dirs, all);
+      wait = all ? std::chrono::milliseconds(0) : delay;
+    }
+    std::this_thread::sleep_for(wait);  // the queued unlinks take this long to send
+  });
+  struct Unset {  // on every way out: the callback uses this test's locals
+    LeaseCache* cache;
+    ~Unset() { cache->set_on_revoked_dirs(nullptr); }
+  } unset{cache_.get()};
+  client::Metadata md(mine_.get());
+  // A directory revoked once is contended for a while (no new lease): one each round.
+  for (const char* dir : {"quick-answer", "slow-answer"}) {
+    const uint64_t d = Mkdir(g_client, 1, dir);
+    auto absent = md.Lookup(RootCred(), d, "x", /*negative_ok=*/true);
+    ASSERT_TRUE(absent.ok()) << absent.status().ToString();
+    ASSERT_GT(absent->entry_lease_ms(), 0u);
+    ASSERT_TRUE(Touch(g_client, d, "x").ok());  // revokes d, answered after the callback
+    std::unique_lock lock(mu);
+    for (int i = 0; i < 500 && calls.size() < (delay.count() == 0 ? 1u : 3u); ++i) {
+      lock.unlock();  // bounded: only if the MDS stopped waiting for the slow answer
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      lock.lock();
+    }
+    if (delay.count() == 0) {
+      // A quick answer: the directory's grant alone ends.
+      ASSERT_EQ(calls.size(), 1u);
+      EXPECT_EQ(calls[0].first, std::vector<uint64_t>{d});
+      EXPECT_FALSE(calls[0].second);
+      delay = LeaseCache::kSlowAnswer + std::chrono::milliseconds(200);
+    } else {
+      ASSERT_EQ(calls.size(), 3u) << "the directory's, then every grant";
+      EXPECT_EQ(calls[1].first, std::vector<uint64_t>{d});
+      EXPECT_FALSE(calls[1].second);
+      EXPECT_TRUE(calls[2].second);
+    }
+  }
 }
 
 TEST_F(LeaseCacheTest, ADirectoryThisClientMadeIsKnownUntilAnotherChangesIt) {

@@ -241,6 +241,27 @@ TEST(UnlinkWritebackTest, QueuedUnlinksOfOneDirectoryByOneUserGoAsOneBatch) {
   EXPECT_EQ(c.failed, 1u);
 }
 
+TEST(UnlinkWritebackTest, AnMdsRestartEndsEveryGrantAndWhatWasQueuedStillGoes) {
+  FakeMds mds;
+  UnlinkWriteback wb(1, 16, mds.Fn(), nullptr);
+  wb.Granted(7, 30'000, Clock::now(), wb.Epoch());
+  wb.Granted(8, 30'000, Clock::now(), wb.Epoch());
+  const uint64_t before = wb.Epoch();
+  mds.Hold();
+  ASSERT_TRUE(wb.TryQueue(7, "a", Cred()));
+  wb.MdsRestarted();  // the restarted MDS knows of no grant
+  EXPECT_FALSE(wb.TryQueue(7, "b", Cred()));
+  EXPECT_FALSE(wb.TryQueue(8, "b", Cred()));
+  // A grant in the reply to a request sent before the restart is not taken either.
+  wb.Granted(7, 30'000, Clock::now(), before);
+  EXPECT_FALSE(wb.TryQueue(7, "b", Cred()));
+  mds.Release();
+  wb.Flush();
+  EXPECT_EQ(mds.sent(), std::vector<std::string>{"a"});
+  wb.Granted(7, 30'000, Clock::now(), wb.Epoch());  // granted again by the new MDS
+  EXPECT_TRUE(wb.TryQueue(7, "b", Cred()));
+}
+
 TEST(UnlinkWritebackTest, StopSendsWhatIsQueuedAndQueuesNothingAfter) {
   FakeMds mds;
   UnlinkWriteback wb(2, 16, mds.Fn(), nullptr);
