@@ -303,6 +303,8 @@ class RpcClient::Impl {
     uint16_t opcode = 0;
     uint64_t xid = 0;
     std::string body;
+    std::string reply;     // for options_.replay_patch, which runs before the first replay
+    bool patched = false;  // a replay done again after another restart is not patched twice
   };
 
   // After a successful call: keeps the request while its transno is not committed, and
@@ -314,8 +316,8 @@ class RpcClient::Impl {
     std::lock_guard lk(replay_mu_);
     // A reply that raced a later one may report an older last_committed than we trimmed to.
     if (transno > committed && transno > trimmed_.load(std::memory_order_relaxed)) {
-      Kept k{opcode, xid, std::string(request)};
-      if (options_.replay_patch) options_.replay_patch(opcode, &k.body, reply);
+      Kept k{opcode, xid, std::string(request),
+             options_.replay_patch ? std::string(reply) : std::string()};
       replays_[transno] = std::move(k);
     }
     Committed(committed);
@@ -347,6 +349,11 @@ class RpcClient::Impl {
     uint64_t committed = 0;
     for (auto it = pending.begin(); it != pending.end(); it = pending.erase(it)) {
       Kept& k = it->second;
+      if (options_.replay_patch && !k.patched) {
+        options_.replay_patch(k.opcode, &k.body, k.reply);
+        k.patched = true;
+        std::string().swap(k.reply);
+      }
       std::string reply;
       uint64_t transno = 0;
       const CallBulk none;

@@ -480,10 +480,13 @@ TEST(RpcReplayTest, UncommittedRequestsAreReplayedFirstAfterARestart) {
   o.retry_deadline_ms = 5000;
   o.keep_replays = true;
   std::atomic<int> patched{0};
-  o.replay_patch = [&](uint16_t op, std::string* body, std::string_view) {
+  o.replay_patch = [&](uint16_t op, std::string* body, std::string_view reply) {
     EXPECT_EQ(op, proto::OP_MDS_SETATTR);
     proto::SetattrRequest r;
     ASSERT_TRUE(r.ParseFromString(*body));
+    proto::AttrReply answered;
+    ASSERT_TRUE(answered.ParseFromArray(reply.data(), static_cast<int>(reply.size())));
+    EXPECT_EQ(answered.attr().ino(), r.ino()) << "the request's own reply";
     r.set_valid(77);  // what a replay must say
     r.SerializeToString(body);
     patched++;
@@ -495,7 +498,7 @@ TEST(RpcReplayTest, UncommittedRequestsAreReplayedFirstAfterARestart) {
     ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(ino), &rep).ok());
   }
   EXPECT_EQ(c.pending_replays(), 3u);
-  EXPECT_EQ(patched.load(), 3);
+  EXPECT_EQ(patched.load(), 0) << "a kept request is patched only when it is replayed";
   s1.committed = 101;  // transno of ino 1
   ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(4), &rep).ok());
   EXPECT_EQ(c.pending_replays(), 3u) << "ino 1 is committed: 2, 3 and 4 are kept";
@@ -528,12 +531,29 @@ TEST(RpcReplayTest, UncommittedRequestsAreReplayedFirstAfterARestart) {
   EXPECT_FALSE(again[3].replay);
   EXPECT_EQ(again[3].ino, 5u);
   EXPECT_EQ(c.replays_sent(), 3u);
+  EXPECT_EQ(patched.load(), 3) << "the three replayed, not ino 1, trimmed unreplayed";
   // Redone under new numbers and still uncommitted there: kept until a reply commits them.
   EXPECT_EQ(c.pending_replays(), 4u);
-  s2.committed = 10'000;
-  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(6), &rep).ok());
-  EXPECT_EQ(c.pending_replays(), 0u);
   s2.server->Stop();
+
+  // A second restart before they commit: all four go again, each patched once in all.
+  TransnoServer s3;
+  s3.next_transno = 900;
+  s3.Start(port);
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(6), &rep).ok());
+  {
+    std::lock_guard lock(s3.mu);
+    ASSERT_EQ(s3.seen.size(), 5u);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_TRUE(s3.seen[i].replay) << i;
+      EXPECT_EQ(s3.seen[i].valid, 77u) << i;
+    }
+  }
+  EXPECT_EQ(patched.load(), 4) << "ino 5 once more; 2, 3 and 4 not again";
+  s3.committed = 10'000;
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(7), &rep).ok());
+  EXPECT_EQ(c.pending_replays(), 0u);
+  s3.server->Stop();
 }
 
 // A replay the restarted server refuses (a conflict: another client took the name) is
