@@ -103,26 +103,33 @@ Result<proto::UnlinkReply> Metadata::UnlinkBatch(const Cred& cred, uint64_t pare
   for (size_t i = 1; i < names.size(); ++i) req.add_more_names(names[i]);
   req.set_want_writeback(want_writeback);
   auto rep = Call<proto::UnlinkReply>(proto::OP_MDS_UNLINK, req);
-  if (rep.ok() && names.size() > 1 && rep->codes_size() == 0) {
-    // An MDS from before batches read `name` alone, and unlinked it: the rest one by one.
-    rep->add_codes(0);
-    for (size_t i = 1; i < names.size(); ++i) {
-      auto one = Unlink(cred, parent, names[i], /*is_dir=*/false, want_writeback);
-      rep->add_codes(static_cast<int32_t>(one.status().code()));
-      if (one.ok()) {
-        rep->set_writeback_ms(one->writeback_ms());
-        *rep->mutable_parent_attr() = one->parent_attr();
-      }
-    }
+  if (names.size() == 1) {
+    if (rep.ok()) rep->add_codes(0);  // sent as a single unlink
     return rep;
   }
-  if (rep.ok() && names.size() > 1 && rep->codes_size() != static_cast<int>(names.size())) {
+  if (rep.ok() && rep->codes_size() == static_cast<int>(names.size())) return rep;
+  if (rep.ok() && rep->codes_size() != 0) {
     return Status(Code::kProtocol, "the MDS answered an unlink batch of " +
                                        std::to_string(names.size()) + " with " +
                                        std::to_string(rep->codes_size()) + " results");
   }
-  if (rep.ok() && names.size() == 1) rep->add_codes(0);  // sent as a single unlink
-  return rep;
+  // No codes: an MDS from before batches read `name` alone and unlinked it, or answered why
+  // not with a file system error. (This MDS answers a batch with an error only when the
+  // parent's check failed; then each name alone fails the same way, and nothing was done.)
+  // The rest go one by one. A transport error leaves nothing known.
+  const auto code = static_cast<int32_t>(rep.status().code());
+  if (!rep.ok() && (code <= 0 || code >= 1000)) return rep.status();
+  proto::UnlinkReply out = rep.ok() ? std::move(*rep) : proto::UnlinkReply();
+  out.add_codes(code);
+  for (size_t i = 1; i < names.size(); ++i) {
+    auto one = Unlink(cred, parent, names[i], /*is_dir=*/false, want_writeback);
+    out.add_codes(static_cast<int32_t>(one.status().code()));
+    if (one.ok()) {
+      out.set_writeback_ms(one->writeback_ms());
+      *out.mutable_parent_attr() = one->parent_attr();
+    }
+  }
+  return out;
 }
 
 Status Metadata::Rename(const Cred& cred, uint64_t parent, std::string_view name,

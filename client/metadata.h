@@ -66,8 +66,9 @@ class Metadata {
   // Unlinks the files `names` (at least one, at most mds kMaxUnlinkBatch) of `parent` in one
   // MDS transaction, each alone: the reply's `codes` has each name's result
   // (common/status.h Code), in order. An MDS from before batches unlinks the first name
-  // only; the others are then sent one by one. An error: no name's result is known (the
-  // parent's check or a single name failed; after a transport error some may be done).
+  // only, or answers its error; the others are then sent one by one, as they are after a
+  // file system error for the whole batch. An error: no name's result is known (a single
+  // name failed, or a transport error: some may be done).
   Result<proto::UnlinkReply> UnlinkBatch(const Cred& cred, uint64_t parent,
                                          const std::vector<std::string>& names,
                                          bool want_writeback = false);

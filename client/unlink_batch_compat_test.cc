@@ -113,6 +113,43 @@ TEST(UnlinkBatchCompatTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
   EXPECT_EQ(rep->parent_attr().nlink(), 2u + 4u);
 }
 
+// An MDS from before batches that fails the first name answers the whole request with that
+// error: it is the first name's result, and the rest still go. A last name that fails leaves
+// the parent's attributes of the last one that succeeded.
+TEST(UnlinkBatchCompatTest, AFirstNameThatFailsIsOnlyItsOwnResult) {
+  StandInMds mds(/*codes_per_batch=*/-1);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  Metadata md(client.get());
+  auto rep = md.UnlinkBatch(Root(), kParent, {"missing", "a", "missing"}, false);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_EQ(rep->codes_size(), 3);
+  EXPECT_EQ(rep->codes(0), static_cast<int32_t>(Code::kNoEnt));
+  EXPECT_EQ(rep->codes(1), 0);
+  EXPECT_EQ(rep->codes(2), static_cast<int32_t>(Code::kNoEnt));
+  const std::vector<proto::UnlinkRequest> seen = mds.seen();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[1].name(), "a");
+  EXPECT_EQ(seen[2].name(), "missing");
+  ASSERT_TRUE(rep->has_parent_attr());
+  EXPECT_EQ(rep->parent_attr().nlink(), 2u + 2u) << "from the unlink of a, the 2nd request";
+}
+
+// A batch refused as a whole (here the parent is not there, which this MDS checks before any
+// name) gives each name its own answer, asked alone; a transport error gives none.
+TEST(UnlinkBatchCompatTest, ABatchRefusedAsAWholeIsAnsweredNameByName) {
+  StandInMds mds(/*codes_per_batch=*/3);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  Metadata md(client.get());
+  auto rep = md.UnlinkBatch(Root(), kParent + 1, {"a", "b", "c"}, false);
+  ASSERT_TRUE(rep.ok()) << rep.status().ToString();
+  ASSERT_EQ(rep->codes_size(), 3);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(rep->codes(i), static_cast<int32_t>(Code::kNoEnt)) << i;
+  EXPECT_FALSE(rep->has_parent_attr());
+  EXPECT_EQ(mds.seen().size(), 3u);
+}
+
 TEST(UnlinkBatchCompatTest, AReplyWithTheWrongNumberOfResultsIsAProtocolError) {
   StandInMds mds(/*codes_per_batch=*/2);
   auto client = mds.Connect();

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -272,7 +273,7 @@ class RpcClient::Impl {
 
   size_t pending_replays() {
     std::lock_guard lk(replay_mu_);
-    return replays_.size();
+    return replays_.size() + unreplayed_.size();
   }
   uint64_t replays_sent() const { return replays_sent_.load(); }
 
@@ -333,22 +334,37 @@ class RpcClient::Impl {
   // On a new connection: when the server is another instance than the one that answered the
   // kept requests, replays them on `c` before the connection is used for anything else.
   // Other threads connecting meanwhile wait here, so no request overtakes a replay.
+  //
+  // A transno means something only to the instance after the one that gave it: the new
+  // instance's RocksDB numbers on from what it recovered, so it reuses the numbers of what
+  // was lost, and it takes a replay whose number it recovered for done. A replay cut short
+  // (the connection lost, the server not ready) therefore leaves two kinds of request:
+  // those done again, kept in replays_ under the new instance's numbers, and those not yet
+  // sent to it, in unreplayed_ under the old ones. The next connection to the same instance
+  // goes on with the second kind; one to yet another instance replays both, the first kind
+  // first (done in that order), and the second kind without a number, so that only its
+  // reply journal says whether it was done.
   Status ReplayIfRestarted(ClientConn& c, uint64_t instance) {
     std::lock_guard lk(replay_mu_);
-    if (instance == 0 || instance == instance_) return Status::Ok();
-    if (instance_ != 0 && options_.on_restart) options_.on_restart();
-    if (instance_ == 0 || replays_.empty()) {
+    if (instance == 0 || (instance == instance_ && unreplayed_.empty())) return Status::Ok();
+    if (instance != instance_) {
+      if (instance_ != 0 && options_.on_restart) options_.on_restart();
       instance_ = instance;
-      return Status::Ok();
+      for (auto& [transno, k] : unreplayed_) transno = 0;  // numbered two instances back
+      std::vector<std::pair<uint64_t, Kept>> all;
+      all.reserve(replays_.size() + unreplayed_.size());
+      for (auto& [transno, k] : replays_) all.emplace_back(transno, std::move(k));
+      std::move(unreplayed_.begin(), unreplayed_.end(), std::back_inserter(all));
+      unreplayed_ = std::move(all);
+      replays_.clear();
+      trimmed_.store(0, std::memory_order_relaxed);  // the new instance numbers anew
+      if (unreplayed_.empty()) return Status::Ok();
     }
     LOG_INFO("{} restarted: replaying {} requests it had not committed", peer_.ToString(),
-             replays_.size());
-    std::map<uint64_t, Kept> pending = std::move(replays_);
-    replays_.clear();
-    trimmed_.store(0, std::memory_order_relaxed);  // the new instance numbers anew
+             unreplayed_.size());
     uint64_t committed = 0;
-    for (auto it = pending.begin(); it != pending.end(); it = pending.erase(it)) {
-      Kept& k = it->second;
+    for (size_t i = 0; i < unreplayed_.size(); ++i) {
+      auto& [first_transno, k] = unreplayed_[i];
       if (options_.replay_patch && !k.patched) {
         options_.replay_patch(k.opcode, &k.body, k.reply);
         k.patched = true;
@@ -359,27 +375,28 @@ class RpcClient::Impl {
       const CallBulk none;
       ExchangeArgs args = Args(k.opcode, k.xid, k.body, &reply, none);
       args.replay = true;
-      args.replay_transno = it->first;
+      args.replay_transno = first_transno;
       args.reply_transno = &transno;
       args.reply_committed = &committed;
       Attempt a = c.Exchange(args);
       if (!a.conn_ok || a.status.retryable()) {
         // Lost the connection, or the server is not ready: the rest (this one too) waits
         // for the next connection.
-        replays_.merge(pending);
+        unreplayed_.erase(unreplayed_.begin(), unreplayed_.begin() + static_cast<ptrdiff_t>(i));
+        Committed(committed);
         return a.status.ok() ? Status(Code::kDisconnected, "connection lost while replaying")
                              : a.status;
       }
       replays_sent_.fetch_add(1);
       if (!a.status.ok()) {
         LOG_ERROR("{}: replay of opcode {} (xid {}, transno {}) refused: {}", peer_.ToString(),
-                  k.opcode, k.xid, it->first, a.status.ToString());
+                  k.opcode, k.xid, first_transno, a.status.ToString());
       } else if (transno > committed) {
         replays_[transno] = std::move(k);  // done again: kept until this run commits it
       }
     }
+    unreplayed_.clear();
     Committed(committed);
-    instance_ = instance;
     return Status::Ok();
   }
 
@@ -518,8 +535,11 @@ class RpcClient::Impl {
   int open_ = 0;  // GUARDED_BY(mu_): idle + borrowed connections
 
   std::mutex replay_mu_;             // held while replaying
-  std::map<uint64_t, Kept> replays_;  // GUARDED_BY(replay_mu_): by transno
-  uint64_t instance_ = 0;            // GUARDED_BY(replay_mu_): the server's, when last seen
+  std::map<uint64_t, Kept> replays_;  // GUARDED_BY(replay_mu_): by instance_'s transno
+  // GUARDED_BY(replay_mu_): kept requests not yet replayed to instance_, in order, with the
+  // transno the instance before it gave (0: unknown, ReplayIfRestarted).
+  std::vector<std::pair<uint64_t, Kept>> unreplayed_;
+  uint64_t instance_ = 0;  // GUARDED_BY(replay_mu_): the server's, when last seen
   // The highest last_committed replays_ was trimmed to (written under replay_mu_).
   std::atomic<uint64_t> trimmed_{0};
   std::atomic<uint64_t> replays_sent_{0};

@@ -54,11 +54,13 @@ struct ClientOptions {
   // every request whose reply carries a transno above the reply's last_committed is kept
   // until a later reply reports it committed; when a new connection finds the server
   // restarted (another instance in its CONNECT reply), the kept requests are resent on it
-  // first, in transno order, with kFlagReplay and their original xid, before any other
-  // request goes out. replay_patch, when set, rewrites a kept request's body from its reply
-  // just before the replay (a create replays under the inode number its reply gave): the
-  // reply is kept beside the request, since nearly every kept request is trimmed unreplayed
-  // (parsing and re-encoding each create at keep time was a sixth of a creating client's CPU).
+  // first, in transno order, with kFlagReplay, their original xid and the transno they were
+  // last given (0 where that came from two instances back: a replay cut short by another
+  // restart), before any other request goes out. replay_patch, when set, rewrites a kept
+  // request's body from its reply just before its first replay (a create replays under the
+  // inode number its reply gave): the reply is kept beside the request, since nearly every
+  // kept request is trimmed unreplayed (parsing and re-encoding each create at keep time was
+  // a sixth of a creating client's CPU).
   bool keep_replays = false;
   std::function<void(uint16_t opcode, std::string* request, std::string_view reply)>
       replay_patch;

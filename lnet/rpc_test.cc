@@ -1,15 +1,15 @@
 // RpcServer and RpcClient over real loopback sockets.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <cstring>
+#include <functional>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -404,6 +404,8 @@ struct TransnoServer {
   std::vector<Seen> seen;
   uint64_t next_transno = 100;
   std::atomic<uint64_t> committed{0};
+  // When set and true for a request: answered kNotReady, undone (a replay cut short).
+  std::function<bool(const Seen&)> not_ready;
 
   void Start(uint16_t port) {
     ServerOptions opts;
@@ -415,6 +417,7 @@ struct TransnoServer {
         [this](RpcContext& ctx, const proto::SetattrRequest& req, proto::AttrReply* rep) {
           std::lock_guard lock(mu);
           seen.push_back({ctx.xid, req.ino(), ctx.replay, ctx.replay_transno, req.valid()});
+          if (not_ready && not_ready(seen.back())) return Status(Code::kNotReady, "recovering");
           ctx.transno = ++next_transno;
           ctx.last_committed = committed.load();
           rep->mutable_attr()->set_ino(req.ino());
@@ -553,6 +556,119 @@ TEST(RpcReplayTest, UncommittedRequestsAreReplayedFirstAfterARestart) {
   s3.committed = 10'000;
   ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(7), &rep).ok());
   EXPECT_EQ(c.pending_replays(), 0u);
+  s3.server->Stop();
+}
+
+// A replay cut short (here the server is not ready for the second one) goes on, on the next
+// connection to the same instance, with what was not done yet: nothing is done twice, and
+// nothing is lost where the new instance reused a kept request's transno (RocksDB numbers on
+// from what it recovered, so it gives the lost numbers again).
+TEST(RpcReplayTest, AReplayCutShortGoesOnWhereItStopped) {
+  TransnoServer s1;
+  s1.Start(0);
+  const uint16_t port = s1.server->port();
+  ClientOptions o;
+  o.fsname = "testfs";
+  o.retry_deadline_ms = 5000;
+  o.keep_replays = true;
+  std::atomic<int> restarts{0};
+  o.on_restart = [&] { restarts++; };
+  RpcClient c(Loopback(port), o);
+  proto::AttrReply rep;
+  for (uint64_t ino : {1, 2, 3}) {  // transnos 101, 102, 103, none committed
+    ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(ino), &rep).ok());
+  }
+  s1.server->Stop();
+
+  TransnoServer s2;
+  s2.next_transno = 101;  // ino 1 is redone as 102, the number ino 2 had
+  bool refused = false;
+  s2.not_ready = [&](const TransnoServer::Seen& r) {
+    if (!r.replay || r.ino != 2 || refused) return false;
+    return refused = true;
+  };
+  s2.Start(port);
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(4), &rep).ok());
+  std::vector<std::pair<uint64_t, uint64_t>> got;  // (ino, replay transno) of each replay
+  {
+    std::lock_guard lock(s2.mu);
+    for (const TransnoServer::Seen& r : s2.seen) {
+      if (r.replay) got.emplace_back(r.ino, r.replay_transno);
+    }
+    ASSERT_FALSE(s2.seen.empty());
+    EXPECT_FALSE(s2.seen.back().replay);
+    EXPECT_EQ(s2.seen.back().ino, 4u);
+  }
+  EXPECT_EQ(got,
+            (std::vector<std::pair<uint64_t, uint64_t>>{{1, 101}, {2, 102}, {2, 102}, {3, 103}}))
+      << "ino 1 once; ino 2 again after the refusal, then ino 3";
+  EXPECT_EQ(restarts.load(), 1) << "one restart, however many connections found it";
+  EXPECT_EQ(c.replays_sent(), 3u);
+  EXPECT_EQ(c.pending_replays(), 4u) << "1, 2 and 3 redone, and 4: none committed";
+  s2.committed = 10'000;
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(5), &rep).ok());
+  EXPECT_EQ(c.pending_replays(), 0u);
+  s2.server->Stop();
+}
+
+// A replay cut short by another restart: what the cut-short instance redid goes again
+// under the number it gave; what it never got goes without a number (0), since the number
+// from two instances back may have been given again to something else, and a server takes
+// a replay whose number it recovered for done. Only the reply journal can say.
+TEST(RpcReplayTest, AReplayCutShortByAnotherRestartSendsStaleNumbersAsUnknown) {
+  TransnoServer s1;
+  s1.Start(0);
+  const uint16_t port = s1.server->port();
+  ClientOptions o;
+  o.fsname = "testfs";
+  o.retry_deadline_ms = 10'000;
+  o.keep_replays = true;
+  RpcClient c(Loopback(port), o);
+  proto::AttrReply rep;
+  for (uint64_t ino : {1, 2, 3}) {  // 101, 102, 103
+    ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(ino), &rep).ok());
+  }
+  s1.server->Stop();
+
+  auto s2 = std::make_unique<TransnoServer>();
+  s2->next_transno = 101;  // ino 1 is redone as 102
+  std::atomic<int> refusals{0};
+  s2->not_ready = [&](const TransnoServer::Seen& r) {
+    if (!r.replay || r.ino == 1) return false;
+    refusals++;
+    return true;  // never ready for the rest
+  };
+  s2->Start(port);
+  Status st;
+  std::thread caller([&] { st = c.Call(proto::OP_MDS_SETATTR, Setattr(4), &rep); });
+  for (int i = 0; i < 500 && refusals.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_GT(refusals.load(), 0);
+  s2->server->Stop();
+
+  TransnoServer s3;
+  s3.next_transno = 200;
+  s3.Start(port);
+  caller.join();
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  {
+    std::lock_guard lock(s2->mu);
+    size_t ino1 = 0;
+    for (const TransnoServer::Seen& r : s2->seen) ino1 += r.ino == 1;
+    EXPECT_EQ(ino1, 1u) << "redone once on the cut-short instance";
+  }
+  std::lock_guard lock(s3.mu);
+  ASSERT_EQ(s3.seen.size(), 4u);
+  const std::vector<std::pair<uint64_t, uint64_t>> want{{1, 102}, {2, 0}, {3, 0}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_TRUE(s3.seen[i].replay) << i;
+    EXPECT_EQ(s3.seen[i].ino, want[i].first) << i;
+    EXPECT_EQ(s3.seen[i].replay_transno, want[i].second) << "ino " << want[i].first;
+  }
+  EXPECT_FALSE(s3.seen[3].replay);
+  EXPECT_EQ(s3.seen[3].ino, 4u);
+  EXPECT_EQ(c.pending_replays(), 4u);
   s3.server->Stop();
 }
 
