@@ -343,17 +343,20 @@ class RpcClient::Impl {
   // sent to it, in unreplayed_ under the old ones. The next connection to the same instance
   // goes on with the second kind; one to yet another instance replays both, the first kind
   // first (done in that order), and the second kind without a number, so that only its
-  // reply journal says whether it was done.
-  Status ReplayIfRestarted(ClientConn& c, uint64_t instance) {
+  // reply journal says whether it was done. So do all of them when the server's start count
+  // (`generation`, 0 where it keeps none) says an instance came and went unseen.
+  Status ReplayIfRestarted(ClientConn& c, uint64_t instance, uint64_t generation) {
     std::lock_guard lk(replay_mu_);
     if (instance == 0 || (instance == instance_ && unreplayed_.empty())) return Status::Ok();
     if (instance != instance_) {
       if (instance_ != 0 && options_.on_restart) options_.on_restart();
+      const bool missed_one = generation != 0 && generation_ != 0 && generation != generation_ + 1;
       instance_ = instance;
+      generation_ = generation;
       for (auto& [transno, k] : unreplayed_) transno = 0;  // numbered two instances back
       std::vector<std::pair<uint64_t, Kept>> all;
       all.reserve(replays_.size() + unreplayed_.size());
-      for (auto& [transno, k] : replays_) all.emplace_back(transno, std::move(k));
+      for (auto& [transno, k] : replays_) all.emplace_back(missed_one ? 0 : transno, std::move(k));
       std::move(unreplayed_.begin(), unreplayed_.end(), std::back_inserter(all));
       unreplayed_ = std::move(all);
       replays_.clear();
@@ -441,7 +444,8 @@ class RpcClient::Impl {
     proto::ConnectReply rep;
     if (!rep.ParseFromString(reply)) return Status(Code::kProtocol, "bad CONNECT reply");
     if (options_.keys) STRIA_RETURN_IF_ERROR(Authenticate(*c, req, rep));
-    if (options_.keep_replays) STRIA_RETURN_IF_ERROR(ReplayIfRestarted(*c, rep.instance()));
+    if (options_.keep_replays)
+      STRIA_RETURN_IF_ERROR(ReplayIfRestarted(*c, rep.instance(), rep.generation()));
     if (auto* tcp = dynamic_cast<TcpConn*>(c.get()); tcp != nullptr && tcp->local()) {
       STRIA_RETURN_IF_ERROR(ShareArena(*tcp));
     }
@@ -539,7 +543,8 @@ class RpcClient::Impl {
   // GUARDED_BY(replay_mu_): kept requests not yet replayed to instance_, in order, with the
   // transno the instance before it gave (0: unknown, ReplayIfRestarted).
   std::vector<std::pair<uint64_t, Kept>> unreplayed_;
-  uint64_t instance_ = 0;  // GUARDED_BY(replay_mu_): the server's, when last seen
+  uint64_t instance_ = 0;    // GUARDED_BY(replay_mu_): the server's, when last seen
+  uint64_t generation_ = 0;  // GUARDED_BY(replay_mu_): its start count then (0: none kept)
   // The highest last_committed replays_ was trimmed to (written under replay_mu_).
   std::atomic<uint64_t> trimmed_{0};
   std::atomic<uint64_t> replays_sent_{0};

@@ -56,7 +56,8 @@ struct ClientOptions {
   // restarted (another instance in its CONNECT reply), the kept requests are resent on it
   // first, in transno order, with kFlagReplay, their original xid and the transno they were
   // last given (0 where that came from two instances back: a replay cut short by another
-  // restart), before any other request goes out. replay_patch, when set, rewrites a kept
+  // restart, or an instance the client never saw, which ConnectReply.generation tells),
+  // before any other request goes out. replay_patch, when set, rewrites a kept
   // request's body from its reply just before its first replay (a create replays under the
   // inode number its reply gave): the reply is kept beside the request, since nearly every
   // kept request is trimmed unreplayed (parsing and re-encoding each create at keep time was

@@ -516,6 +516,7 @@ class RpcServer::Impl : public RequestHandler {
     rep.set_version(kWireVersion);
     rep.set_server_uuid(options_.server_uuid);
     rep.set_instance(instance_);
+    rep.set_generation(options_.generation);
     rep.set_fsname(options_.fsname);
     rep.set_role(options_.role);
     if (options_.keys) {

@@ -61,6 +61,9 @@ struct ServerOptions {
   // This start of the server, in CONNECT replies (random when 0): a client that sees it
   // change knows the server restarted and replays what it had not seen committed.
   uint64_t instance = 0;
+  // The start count on the server's disk, in CONNECT replies (ConnectReply.generation; 0:
+  // not counted): how a replaying client knows it saw every instance (lnet/rpc_client.h).
+  uint64_t generation = 0;
 };
 
 // What a handler knows about the request beyond its message, and where it puts reply bulk.

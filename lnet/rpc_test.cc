@@ -403,6 +403,7 @@ struct TransnoServer {
   std::mutex mu;
   std::vector<Seen> seen;
   uint64_t next_transno = 100;
+  uint64_t generation = 0;  // the start count its CONNECT replies carry
   std::atomic<uint64_t> committed{0};
   // When set and true for a request: answered kNotReady, undone (a replay cut short).
   std::function<bool(const Seen&)> not_ready;
@@ -411,6 +412,7 @@ struct TransnoServer {
     ServerOptions opts;
     opts.name = "transno";
     opts.fsname = "testfs";
+    opts.generation = generation;
     server = std::make_unique<RpcServer>(opts);
     server->Register<proto::SetattrRequest, proto::AttrReply>(
         proto::OP_MDS_SETATTR,
@@ -669,6 +671,50 @@ TEST(RpcReplayTest, AReplayCutShortByAnotherRestartSendsStaleNumbersAsUnknown) {
   EXPECT_FALSE(s3.seen[3].replay);
   EXPECT_EQ(s3.seen[3].ino, 4u);
   EXPECT_EQ(c.pending_replays(), 4u);
+  s3.server->Stop();
+}
+
+// A server whose start count jumps by more than one had an instance the client never saw,
+// which may have given the kept requests' numbers to other changes: they all go without a
+// number. The next start, one more, gets the numbers the seen instance gave.
+TEST(RpcReplayTest, AnInstanceNeverSeenMakesEveryNumberUnknown) {
+  TransnoServer s1;
+  s1.generation = 4;
+  s1.Start(0);
+  const uint16_t port = s1.server->port();
+  ClientOptions o;
+  o.fsname = "testfs";
+  o.retry_deadline_ms = 5000;
+  o.keep_replays = true;
+  RpcClient c(Loopback(port), o);
+  proto::AttrReply rep;
+  for (uint64_t ino : {1, 2}) {  // 101, 102
+    ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(ino), &rep).ok());
+  }
+  s1.server->Stop();
+
+  auto replayed = [](TransnoServer& s) {
+    std::vector<std::pair<uint64_t, uint64_t>> got;  // (ino, replay transno)
+    std::lock_guard lock(s.mu);
+    for (const TransnoServer::Seen& r : s.seen) {
+      if (r.replay) got.emplace_back(r.ino, r.replay_transno);
+    }
+    return got;
+  };
+  TransnoServer s2;
+  s2.generation = 6;  // start 5 came and went
+  s2.next_transno = 300;
+  s2.Start(port);
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(3), &rep).ok());  // 303
+  EXPECT_EQ(replayed(s2), (std::vector<std::pair<uint64_t, uint64_t>>{{1, 0}, {2, 0}}));
+  s2.server->Stop();
+
+  TransnoServer s3;
+  s3.generation = 7;
+  s3.Start(port);
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(4), &rep).ok());
+  EXPECT_EQ(replayed(s3),
+            (std::vector<std::pair<uint64_t, uint64_t>>{{1, 301}, {2, 302}, {3, 303}}));
   s3.server->Stop();
 }
 

@@ -247,7 +247,13 @@ int main(int argc, char** argv) {
   service_options.resync = &resync;
   service_options.gateway = &gateway;  // sizes a dead writer did not report
 
+  auto starts = (*ns)->CountStart();
+  if (!starts.ok()) {
+    fprintf(stderr, "stria-mds: %s\n", starts.status().ToString().c_str());
+    return 1;
+  }
   stria::lnet::ServerOptions sopts;
+  sopts.generation = *starts;
   sopts.name = "stria-mds";
   sopts.fsname = fsname;
   sopts.server_uuid = fsname + "-MDT0000_UUID";

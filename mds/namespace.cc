@@ -279,6 +279,17 @@ Status Namespace::Load() {
   return Status::Ok();
 }
 
+Result<uint64_t> Namespace::CountStart() {
+  std::lock_guard lock(mutex_);
+  STRIA_ASSIGN_OR_RETURN(auto v, Get(SuperKey("starts")));
+  if (v && v->size() != 8) return Status(Code::kCorrupt, "superblock value 'starts' is damaged");
+  const uint64_t starts = (v ? GetBe64(*v) : 0) + 1;  // missing: formatted before it was kept
+  rocksdb::WriteBatch batch;
+  batch.Put(SuperKey("starts"), EncodeBe64(starts));
+  STRIA_RETURN_IF_ERROR(Write(&batch, /*sync=*/true));
+  return starts;
+}
+
 Status Namespace::ReapOrphans() {
   std::vector<uint64_t> orphans;
   const std::string prefix(1, kPrefixOrphan);

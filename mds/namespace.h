@@ -236,6 +236,9 @@ class Namespace {
   // a client's replay after a restart was committed before it (docs/durability.md).
   uint64_t LastCommitted() const { return committed_.load(std::memory_order_acquire); }
   uint64_t RecoveredTransno() const { return recovered_; }
+  // Counts this start of the MDS on disk (synced) and returns the count: 1 for the first.
+  // A serving MDS calls it once before it serves (ConnectReply.generation).
+  Result<uint64_t> CountStart();
   // Whether Open formatted an empty directory (no earlier instance: nothing to recover).
   bool FormattedAtOpen() const { return formatted_at_open_; }
   // How many WAL syncs group commit has made (for tests and stats).

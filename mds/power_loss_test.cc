@@ -95,6 +95,27 @@ TEST(PowerLossTest, SyncedChangesSurviveAndIdsAreNeverHandedOutTwice) {
 
 // Ids reserved a range at a time: a create that needs a new range is synced on the spot
 // (DeferredSync::required), one within the range is not.
+// The MDS's start count (ConnectReply.generation) is on disk before it serves: a power
+// loss that takes back what came after it keeps it, so the next start is one more.
+TEST(PowerLossTest, TheStartCountSurvivesAndGrowsByOne) {
+  std::shared_ptr<PowerLossFs> fs;
+  std::unique_ptr<rocksdb::Env> env = PowerLossFs::NewEnv(&fs);
+  MdsFixture f;
+  f.Reopen(true, env.get());
+  auto first = f.ns().CountStart();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(*first, 1u);
+  fs->CutPower();
+  f.Close();
+  fs->DropUnsynced();
+  f.Reopen(true, nullptr);
+  auto second = f.ns().CountStart();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(*second, 2u);
+  f.Reopen(true, nullptr);
+  EXPECT_EQ(*f.ns().CountStart(), 3u);
+}
+
 TEST(PowerLossTest, OnlyRangeReservationsForceASync) {
   MdsFixture f;
   f.AddOsts(1);
