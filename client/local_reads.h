@@ -37,7 +37,9 @@
 // object. Each has a second, O_DIRECT, once a large read used it: 2 x kMaxOpenObjects
 // descriptors at most. After every read the object's path must still name the file read: an object
 // destroyed meanwhile, its file taken back into the OST's pool to become another object,
-// sends the read to the OSS and drops the descriptor.
+// sends the read to the OSS and drops the descriptor. The OSS counts its destroys in a file
+// of the OST that the client maps (oss/object_format.h, DestroyCounters): while no destroy
+// has started on the OST since the path was last checked, the check is skipped.
 //
 // Switches: `lctl set_param osc.*.local_reads=0` on a client (its ClientTunables), or
 // STRIA_LOCAL_READS=0 (lnet::LndConfig::local_reads) in a client's or an OSS's environment.
@@ -58,6 +60,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "oss/object_format.h"
 #include "proto/stria.pb.h"
 
 namespace stria::client {
@@ -95,6 +98,9 @@ class LocalReads {
   // (a missing object, a checksum that did not match, an error).
   uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
   uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
+  // Checks that a kept object's path still names its file (a system call each): after every
+  // read where its OSS does not count destroys, else only after a destroy on its OST.
+  uint64_t path_checks() const { return path_checks_.load(std::memory_order_relaxed); }
 
   // Checks that `dir` is the OST named by `uuid` (its ost.meta says so) and opens it
   // (O_PATH): the descriptor, or an error saying why not. For tests and OstFor.
@@ -104,17 +110,24 @@ class LocalReads {
   struct Ost {
     int dir_fd = -1;         // -1: reads go to the OSS
     bool forbidden = false;  // this process may not open the files: reads go to the OSS
+    // Its OSS's destroy counters (oss/object_format.h), mapped read-only; null when its OSS
+    // does not count them (every read checks the object's path then).
+    const oss::DestroyCounters* destroys = nullptr;
     std::chrono::steady_clock::time_point checked;
   };
-  // The OST's directory descriptor (valid for the Client's life), asking the OSS when not
-  // known or due; -1 when the OST is not readable here.
-  Result<int> OstDir(uint32_t ost_idx, int deadline_ms);
+  // The OST's directory descriptor and destroy counters (valid for the Client's life),
+  // asking the OSS when not known or due; dir_fd -1 when the OST is not readable here.
+  struct OstView {
+    int dir_fd = -1;
+    const oss::DestroyCounters* destroys = nullptr;
+  };
+  Result<OstView> OstDir(uint32_t ost_idx, int deadline_ms);
   // Turns reads from OST `ost_idx` off until its next check: this process may not open the
   // files there.
   void Forbidden(uint32_t ost_idx);
   // Asks the OSS and checks its answer: the directory descriptor, or -1 (why: at debug level);
-  // an error when the OSS did not answer.
-  Result<int> Resolve(uint32_t ost_idx, int deadline_ms);
+  // an error when the OSS did not answer. *counts_destroys: whether the OSS counts them.
+  Result<int> Resolve(uint32_t ost_idx, int deadline_ms, bool* counts_destroys);
 
   // An object file open for reads (buffered), closed with the last holder: a read keeps it
   // while the cache may drop it.
@@ -130,6 +143,12 @@ class LocalReads {
     // The same file opened O_DIRECT, for the reads that bypass the page cache; -1 until the
     // first such read opens it (and checks it is this file).
     mutable std::atomic<int> direct_fd{-1};
+    // The OST's destroy counters when it was opened, and the count of destroys started when
+    // its path last named it with none in progress (kUnchecked: not so checked). While the
+    // count stays there, no check of the path is needed (oss/object_format.h).
+    static constexpr uint64_t kUnchecked = ~uint64_t{0};
+    const oss::DestroyCounters* destroys = nullptr;
+    mutable std::atomic<uint64_t> checked_at{kUnchecked};
     ~OpenObject();
   };
   struct ObjectKey {
@@ -152,7 +171,10 @@ class LocalReads {
   std::mutex mu_;
   std::map<uint32_t, Ost> osts_;  // GUARDED_BY(mu_)
   std::vector<int> retired_;      // GUARDED_BY(mu_): replaced descriptors, closed at the end
-  std::atomic<uint64_t> reads_{0}, fallbacks_{0};
+  // GUARDED_BY(mu_): every destroy counter mapping made, unmapped at the end (an open object
+  // may hold one after its OST moved).
+  std::vector<const oss::DestroyCounters*> mapped_;
+  std::atomic<uint64_t> reads_{0}, fallbacks_{0}, path_checks_{0};
 };
 
 }  // namespace stria::client

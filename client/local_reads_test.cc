@@ -256,19 +256,38 @@ TEST_F(LocalReadsTest, ObjectFilesStayOpenForTheNextReadsBoundedInNumber) {
   for (uint64_t id = objects; id > objects - 10; --id) ASSERT_TRUE(Try(Obj(id), 4096, buf, &got));
   EXPECT_EQ(OpenFdsUnder(dir_.path()), kMaxOpenObjects);
   EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin() + 4096));
-  // Another file at the object's path (not what the OSS would do, but what the check is
-  // for): the kept descriptor is not the object's file any more, the read goes to the OSS.
-  const std::string path = ObjectFile(objects);
-  ASSERT_EQ(rename(path.c_str(), (path + ".old").c_str()), 0);
-  {
-    std::ifstream in(path + ".old", std::ios::binary);
-    std::ofstream out(path, std::ios::binary);
-    out << in.rdbuf();
+  // With no destroy on the OST since a kept object's path was checked, reading it checks
+  // nothing: the OSS's destroy count says no file has moved.
+  const uint64_t checks = local_->path_checks();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(Try(Obj(objects), 0, buf, &got));
+  EXPECT_EQ(local_->path_checks(), checks);
+
+  // A destroy: the object's file goes back to the OST's pool and becomes another object
+  // written next (the pool hands out the file it got last), bytes and checksums. The kept
+  // descriptor would read that object's bytes as this one's: the destroy count sends the
+  // read to a check of the path, and so to the OSS.
+  const uint64_t victim = objects;
+  struct stat st;
+  ASSERT_EQ(stat(ObjectFile(victim).c_str(), &st), 0);
+  proto::OstDestroyRequest destroy;
+  *destroy.add_objects() = Obj(victim);
+  proto::OstIoReply rep_d;
+  ASSERT_TRUE(rpc_->Call(proto::OP_OST_DESTROY, destroy, &rep_d).ok());
+  const std::vector<uint8_t> other = oss::testing::Pattern(8192, 0, 7);
+  uint64_t reused = 0;
+  for (uint64_t id = objects + 1; id < objects + 600 && reused == 0; ++id) {
+    Write(id, 0, other);
+    struct stat now;
+    ASSERT_EQ(stat(ObjectFile(id).c_str(), &now), 0);
+    if (now.st_ino == st.st_ino && now.st_dev == st.st_dev) reused = id;
   }
+  ASSERT_NE(reused, 0u) << "the destroyed object's file was not handed out again";
   const uint64_t fallbacks = local_->fallbacks();
-  EXPECT_FALSE(Try(Obj(objects), 0, buf, &got));
+  EXPECT_FALSE(Try(Obj(victim), 0, buf, &got));
   EXPECT_EQ(local_->fallbacks(), fallbacks + 1);
-  EXPECT_TRUE(Try(Obj(objects), 0, buf, &got)) << "the new file is opened and read";
+  EXPECT_GT(local_->path_checks(), checks);
+  ASSERT_TRUE(Try(Obj(reused), 0, buf, &got)) << "the new object is opened and read";
+  EXPECT_TRUE(std::equal(buf.begin(), buf.end(), other.begin()));
 }
 
 TEST_F(LocalReadsTest, OnlyAPeerOnTheOssHostLearnsWhereTheOstIs) {

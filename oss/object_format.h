@@ -22,6 +22,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -34,6 +35,22 @@ enum class ObjectFormat : uint32_t {
   kSidecar = 1,
   kInline = 2,
 };
+
+// The OST's destroy counters: `<ost>/destroys`, kDestroysFileBytes long, mapped shared by
+// the OSS (read-write) and by clients reading object files themselves (read-only,
+// client/local_reads.h). A destroy adds one to `started` before the object's file leaves its
+// path (to the pool, or unlinked), and one to `finished` after; the OSS sets `finished` to
+// `started` when it opens the OST (a destroy cut short by a crash is over). A reader that
+// found started == finished before it checked an object's path, and finds `started`
+// unchanged after a later read, knows no destroy has moved any file since the check: the
+// descriptor it read still is the object's file, with no system call to ask.
+inline constexpr char kDestroysFile[] = "destroys";
+inline constexpr size_t kDestroysFileBytes = 4096;
+struct DestroyCounters {
+  std::atomic<uint64_t> started;
+  std::atomic<uint64_t> finished;
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared between processes");
 
 // Object (group, id) is the file O/<group>/d<id % kObjectSubdirs>/<id> under its OST's
 // directory (oss/object_store.h).

@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -12,8 +14,6 @@
 #include <mutex>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "common/layout.h"
 #include "common/log.h"
@@ -53,6 +53,27 @@ Status MkdirAt(int dirfd, const std::string& rel) {
   return Status::Ok();
 }
 
+// Maps the OST's destroy counters (object_format.h), creating the file on the OST's first
+// open by this build, and ends a destroy that a crash cut short.
+Result<DestroyCounters*> MapDestroyCounters(int root_fd) {
+  const int fd = openat(root_fd, kDestroysFile, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(std::string("open ") + kDestroysFile, errno);
+  struct stat st;
+  if (fstat(fd, &st) != 0 || (static_cast<size_t>(st.st_size) < kDestroysFileBytes &&
+                              ftruncate(fd, kDestroysFileBytes) != 0)) {
+    const int err = errno;
+    close(fd);
+    return ErrnoStatus(std::string("size ") + kDestroysFile, err);
+  }
+  void* p = mmap(nullptr, kDestroysFileBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int err = errno;
+  close(fd);
+  if (p == MAP_FAILED) return ErrnoStatus(std::string("map ") + kDestroysFile, err);
+  auto* c = static_cast<DestroyCounters*>(p);
+  c->finished.store(c->started.load());
+  return c;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ObjectStore>> ObjectStore::Open(const std::string& dir, uint32_t index,
@@ -62,11 +83,18 @@ Result<std::unique_ptr<ObjectStore>> ObjectStore::Open(const std::string& dir, u
   STRIA_RETURN_IF_ERROR(CheckOstMeta(dir, meta, index, fsname));
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus("open " + dir, errno);
+  Result<DestroyCounters*> destroys = MapDestroyCounters(fd);
+  if (!destroys.ok()) {
+    close(fd);
+    return Status(destroys.status().code(),
+                  fmt::format("OST {} destroy counters: {}", dir, destroys.status().message()));
+  }
   std::unique_ptr<internal::ObjectPool> pool;
   if (options.object_pool > 0) {
     Result<std::unique_ptr<internal::ObjectPool>> opened = internal::ObjectPool::Open(
         fd, {.max_files = options.object_pool, .precreate = options.precreate});
     if (!opened.ok()) {
+      munmap(*destroys, kDestroysFileBytes);
       close(fd);
       return Status(opened.status().code(),
                     fmt::format("OST {} object pool: {}", dir, opened.status().message()));
@@ -74,21 +102,23 @@ Result<std::unique_ptr<ObjectStore>> ObjectStore::Open(const std::string& dir, u
     pool = std::move(*opened);
   }
   return std::unique_ptr<ObjectStore>(
-      new ObjectStore(dir, std::move(meta), fd, options, std::move(pool)));
+      new ObjectStore(dir, std::move(meta), fd, options, std::move(pool), *destroys));
 }
 
 ObjectStore::ObjectStore(std::string dir, OstMeta meta, int root_fd,
                          const ObjectStoreOptions& options,
-                         std::unique_ptr<internal::ObjectPool> pool)
+                         std::unique_ptr<internal::ObjectPool> pool, DestroyCounters* destroys)
     : dir_(std::move(dir)),
       meta_(std::move(meta)),
       root_fd_(root_fd),
       options_(options),
       cache_(options.max_open_files),
-      pool_(std::move(pool)) {}
+      pool_(std::move(pool)),
+      destroys_(destroys) {}
 
 ObjectStore::~ObjectStore() {
   pool_.reset();  // its thread works under root_fd_
+  munmap(destroys_, kDestroysFileBytes);
   close(root_fd_);
 }
 
@@ -300,6 +330,12 @@ Status ObjectStore::Destroy(uint64_t group, uint64_t id) {
   const std::string crc_rel = CrcPath(group, id);
   // Exclusive: a write still in flight lands before the file can go back to the pool.
   std::unique_lock lock(ObjectLock(group, id));
+  // Readers of the object files on this host check the object's path again (object_format.h).
+  destroys_->started.fetch_add(1);
+  struct Finished {
+    DestroyCounters* c;
+    ~Finished() { c->finished.fetch_add(1); }
+  } finished{destroys_};
   return cache_.Invalidate(ObjKey{group, id}, [&]() -> Status {
     // The sidecar first: a destroy cut short leaves an object without checksums (it reads
     // unverified), never an orphan sidecar that nothing would remove.

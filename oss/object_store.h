@@ -171,9 +171,12 @@ class ObjectStore {
   // The pool of empty object files (nullptr when ObjectStoreOptions::object_pool is 0).
   internal::ObjectPool* pool() const { return pool_.get(); }
 
+  // The destroy counters (object_format.h kDestroysFile), mapped from the OST's directory.
+  const DestroyCounters& destroys() const { return *destroys_; }
+
  private:
   ObjectStore(std::string dir, OstMeta meta, int root_fd, const ObjectStoreOptions& options,
-              std::unique_ptr<internal::ObjectPool> pool);
+              std::unique_ptr<internal::ObjectPool> pool, DestroyCounters* destroys);
 
   static constexpr size_t kObjectLocks = 256;
 
@@ -211,6 +214,7 @@ class ObjectStore {
   std::array<std::shared_mutex, kObjectLocks> object_locks_;
   internal::RangeLocks range_locks_;
   std::unique_ptr<internal::ObjectPool> pool_;  // uses root_fd_: reset before it is closed
+  DestroyCounters* const destroys_;             // mapped kDestroysFileBytes, unmapped at the end
 };
 
 }  // namespace stria::oss

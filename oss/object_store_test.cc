@@ -116,6 +116,38 @@ TEST(OstMetaTest, UnformattedAndCorruptDirectories) {
   EXPECT_FALSE(FormatOst(d.path() + "/x", OstMeta{"bad/name", 0, NewUuid()}).ok());
 }
 
+// Each destroy is counted in the OST's destroys file, started before and finished after;
+// a destroy a crash cut short (started, never finished) is over when the OST opens again.
+TEST(ObjectStoreTest, DestroysAreCountedInTheOstsDestroysFile) {
+  TempDir d;
+  auto s = MakeStore(d.path());
+  ASSERT_TRUE(s);
+  const DestroyCounters& c = s->destroys();
+  EXPECT_EQ(c.started.load(), 0u);
+  ASSERT_TRUE(s->Write(0, 1, 0, Pattern(4096, 0, 1), false).ok());
+  ASSERT_TRUE(s->Destroy(0, 1).ok());
+  ASSERT_TRUE(s->Destroy(0, 2).ok());  // never written: counted all the same
+  EXPECT_EQ(c.started.load(), 2u);
+  EXPECT_EQ(c.finished.load(), 2u);
+  // What a reader on this host maps sees the same counts.
+  const int fd = open((d.path() + "/" + kDestroysFile).c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  void* p = mmap(nullptr, kDestroysFileBytes, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(p, MAP_FAILED);
+  const auto* seen = static_cast<const DestroyCounters*>(p);
+  EXPECT_EQ(seen->started.load(), 2u);
+  const_cast<DestroyCounters&>(c).started.fetch_add(1);  // a destroy cut short
+  const uint32_t index = s->meta().index;
+  s.reset();
+  auto again = ObjectStore::Open(d.path(), index, "testfs");
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ((*again)->destroys().started.load(), 3u);
+  EXPECT_EQ((*again)->destroys().finished.load(), 3u);
+  EXPECT_EQ(seen->finished.load(), 3u) << "a mapping made before sees it too";
+  munmap(p, kDestroysFileBytes);
+}
+
 TEST(ObjectStoreTest, RoundTripAtUnalignedOffsets) {
   TempDir d;
   auto s = MakeStore(d.path());

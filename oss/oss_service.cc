@@ -317,6 +317,7 @@ void OssService::Register(lnet::RpcServer* server) {
         rep->set_dir(real);
         rep->set_uuid(t.store->meta().uuid);
         rep->set_object_format(static_cast<uint32_t>(t.store->meta().object_format));
+        rep->set_counts_destroys(true);
         return Status::Ok();
       });
 
