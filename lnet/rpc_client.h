@@ -54,7 +54,7 @@ struct ClientOptions {
   // every request whose reply carries a transno above the reply's last_committed is kept
   // until a later reply reports it committed; when a new connection finds the server
   // restarted (another instance in its CONNECT reply), the kept requests are resent on it
-  // first, in transno order, with kFlagReplay, their original xid and the transno they were
+  // first, in the order they were done, with kFlagReplay, their original xid and the transno they were
   // last given (0 where that came from two instances back: a replay cut short by another
   // restart, or an instance the client never saw, which ConnectReply.generation tells),
   // before any other request goes out. replay_patch, when set, rewrites a kept
