@@ -162,17 +162,15 @@ Result<LocalReads::OstView> LocalReads::OstDir(uint32_t ost_idx, int deadline_ms
   }
   bool counts_destroys = false;
   Result<int> resolved = Resolve(ost_idx, deadline_ms, &counts_destroys);
-  // Mapped outside the lock; kept for the process's life like retired descriptors.
   const int fd = resolved.ok() ? *resolved : -1;
-  const oss::DestroyCounters* destroys = fd >= 0 && counts_destroys ? MapDestroys(fd) : nullptr;
   std::lock_guard lock(mu_);
-  if (destroys != nullptr) mapped_.push_back(destroys);
   Ost& o = osts_[ost_idx];
   // Unreachable: the reads of the next kRecheckInterval go to the OSS (and fail there, or
   // find it back) without asking again.
   o.checked = std::chrono::steady_clock::now();
   o.forbidden = false;  // tried again
-  if (fd >= 0 && o.dir_fd >= 0 && SameFile(fd, o.dir_fd)) {
+  const bool same_dir = fd >= 0 && o.dir_fd >= 0 && SameFile(fd, o.dir_fd);
+  if (same_dir) {
     close(fd);  // unchanged: readers keep the descriptor they have
   } else {
     // Another thread may be reading under the old descriptor: it stays open, retired (one
@@ -180,9 +178,15 @@ Result<LocalReads::OstView> LocalReads::OstDir(uint32_t ost_idx, int deadline_ms
     if (o.dir_fd >= 0) retired_.push_back(o.dir_fd);
     o.dir_fd = fd;
   }
-  // A new mapping each check (the file may be another one now); open objects keep theirs
-  // and check their path again until reopened.
-  o.destroys = destroys;
+  // The counters are mapped once per directory (a check every kRecheckInterval of the same
+  // one keeps its mapping); a mapping replaced stays until the end, like a retired
+  // descriptor: open objects may hold it, and check their path again until reopened.
+  if (!counts_destroys || o.dir_fd < 0) {
+    o.destroys = nullptr;
+  } else if (!same_dir || o.destroys == nullptr) {
+    o.destroys = MapDestroys(o.dir_fd);
+    if (o.destroys != nullptr) mapped_.push_back(o.destroys);
+  }
   if (!resolved.ok()) return resolved.status();
   return OstView{o.dir_fd, o.destroys};
 }

@@ -435,6 +435,15 @@ proto::SetattrRequest Setattr(uint64_t ino) {
   return r;
 }
 
+// What every replay test's client uses: it keeps requests for replay.
+ClientOptions ReplayingClient(int retry_deadline_ms = 5000) {
+  ClientOptions o;
+  o.fsname = "testfs";
+  o.retry_deadline_ms = retry_deadline_ms;
+  o.keep_replays = true;
+  return o;
+}
+
 // A retry carries the xid of its first attempt and kFlagResend; a first attempt never does
 // (the MDS looks for a persisted reply only for resends).
 TEST(RpcResendTest, OnlyRetriesAreMarkedResent) {
@@ -480,10 +489,7 @@ TEST(RpcReplayTest, UncommittedRequestsAreReplayedFirstAfterARestart) {
   TransnoServer s1;
   s1.Start(0);
   const uint16_t port = s1.server->port();
-  ClientOptions o;
-  o.fsname = "testfs";
-  o.retry_deadline_ms = 5000;
-  o.keep_replays = true;
+  ClientOptions o = ReplayingClient();
   std::atomic<int> patched{0};
   o.replay_patch = [&](uint16_t op, std::string* body, std::string_view reply) {
     EXPECT_EQ(op, proto::OP_MDS_SETATTR);
@@ -569,10 +575,7 @@ TEST(RpcReplayTest, AReplayCutShortGoesOnWhereItStopped) {
   TransnoServer s1;
   s1.Start(0);
   const uint16_t port = s1.server->port();
-  ClientOptions o;
-  o.fsname = "testfs";
-  o.retry_deadline_ms = 5000;
-  o.keep_replays = true;
+  ClientOptions o = ReplayingClient();
   std::atomic<int> restarts{0};
   o.on_restart = [&] { restarts++; };
   RpcClient c(Loopback(port), o);
@@ -621,10 +624,7 @@ TEST(RpcReplayTest, AReplayCutShortByAnotherRestartSendsStaleNumbersAsUnknown) {
   TransnoServer s1;
   s1.Start(0);
   const uint16_t port = s1.server->port();
-  ClientOptions o;
-  o.fsname = "testfs";
-  o.retry_deadline_ms = 10'000;
-  o.keep_replays = true;
+  ClientOptions o = ReplayingClient(10'000);
   RpcClient c(Loopback(port), o);
   proto::AttrReply rep;
   for (uint64_t ino : {1, 2, 3}) {  // 101, 102, 103
@@ -682,10 +682,7 @@ TEST(RpcReplayTest, AnInstanceNeverSeenMakesEveryNumberUnknown) {
   s1.generation = 4;
   s1.Start(0);
   const uint16_t port = s1.server->port();
-  ClientOptions o;
-  o.fsname = "testfs";
-  o.retry_deadline_ms = 5000;
-  o.keep_replays = true;
+  ClientOptions o = ReplayingClient();
   RpcClient c(Loopback(port), o);
   proto::AttrReply rep;
   for (uint64_t ino : {1, 2}) {  // 101, 102
@@ -724,10 +721,7 @@ TEST(RpcReplayTest, ARefusedReplayIsDroppedAndTheRestGoOn) {
   TransnoServer s1;
   s1.Start(0);
   const uint16_t port = s1.server->port();
-  ClientOptions o;
-  o.fsname = "testfs";
-  o.retry_deadline_ms = 5000;
-  o.keep_replays = true;
+  ClientOptions o = ReplayingClient();
   RpcClient c(Loopback(port), o);
   proto::AttrReply rep;
   for (uint64_t ino : {1, 2, 3}) {

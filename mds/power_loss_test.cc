@@ -93,8 +93,6 @@ TEST(PowerLossTest, SyncedChangesSurviveAndIdsAreNeverHandedOutTwice) {
   }
 }
 
-// Ids reserved a range at a time: a create that needs a new range is synced on the spot
-// (DeferredSync::required), one within the range is not.
 // The MDS's start count (ConnectReply.generation) is on disk before it serves: a power
 // loss that takes back what came after it keeps it, so the next start is one more.
 TEST(PowerLossTest, TheStartCountSurvivesAndGrowsByOne) {
@@ -116,6 +114,8 @@ TEST(PowerLossTest, TheStartCountSurvivesAndGrowsByOne) {
   EXPECT_EQ(*f.ns().CountStart(), 3u);
 }
 
+// Ids reserved a range at a time: a create that needs a new range is synced on the spot
+// (DeferredSync::required), one within the range is not.
 TEST(PowerLossTest, OnlyRangeReservationsForceASync) {
   MdsFixture f;
   f.AddOsts(1);
