@@ -254,9 +254,10 @@ class RpcClient::Impl {
         args.reply_transno = &transno;
         args.reply_committed = &committed;
         a = (*conn)->Exchange(args);
+        const uint64_t instance = (*conn)->instance;
         Release(std::move(*conn), a.conn_ok);
         if (a.status.ok() && options_.keep_replays) {
-          Keep(opcode, xid, request, *reply, transno, committed);
+          Keep(opcode, xid, request, *reply, transno, committed, instance);
         }
       }
       if (a.status.ok() || !a.status.retryable()) return a.status;
@@ -287,6 +288,14 @@ class RpcClient::Impl {
       if (!idle_.empty()) {
         std::unique_ptr<ClientConn> c = std::move(idle_.back());
         idle_.pop_back();
+        lk.unlock();
+        if (unreplayed_waiting_.load(std::memory_order_acquire)) {
+          Status st = ReplayTheRest(*c);
+          if (!st.ok()) {
+            Release(std::move(c), /*reusable=*/false);
+            return st;
+          }
+        }
         return c;
       }
       ++open_;
@@ -309,12 +318,24 @@ class RpcClient::Impl {
   };
 
   // After a successful call: keeps the request while its transno is not committed, and
-  // forgets the ones the reply says are.
+  // forgets the ones the reply says are. `instance` answered it.
   void Keep(uint16_t opcode, uint64_t xid, std::string_view request, std::string_view reply,
-            uint64_t transno, uint64_t committed) {
+            uint64_t transno, uint64_t committed, uint64_t instance) {
     // Most replies (lookups, committed changes) neither add nor trim: no lock for them.
     if (transno <= committed && committed <= trimmed_.load(std::memory_order_relaxed)) return;
     std::lock_guard lk(replay_mu_);
+    if (instance != instance_ && instance != 0) {
+      // A late reply from an instance another thread has since found replaced: its numbers
+      // are not instance_'s, so it trims nothing, and a change it had not committed waits
+      // for replay without a number (only the new instance's reply journal can say whether
+      // it was recovered). The next connection borrowed replays it.
+      if (transno > committed) {
+        unreplayed_.emplace_back(0, Kept{opcode, xid, std::string(request),
+                                         options_.replay_patch ? std::string(reply) : ""});
+        unreplayed_waiting_.store(true, std::memory_order_release);
+      }
+      return;
+    }
     // A reply that raced a later one may report an older last_committed than we trimmed to.
     if (transno > committed && transno > trimmed_.load(std::memory_order_relaxed)) {
       Kept k{opcode, xid, std::string(request),
@@ -344,11 +365,17 @@ class RpcClient::Impl {
   // goes on with the second kind; one to yet another instance replays both, the first kind
   // first (done in that order), and the second kind without a number, so that only its
   // reply journal says whether it was done. So do all of them when the server's start count
-  // (`generation`, 0 where it keeps none) says an instance came and went unseen.
+  // (`generation`, 0 where it keeps none) says an instance came and went unseen. A start
+  // count below the one seen is an instance already replaced, answering late: refused.
   Status ReplayIfRestarted(ClientConn& c, uint64_t instance, uint64_t generation) {
     std::lock_guard lk(replay_mu_);
     if (instance == 0 || (instance == instance_ && unreplayed_.empty())) return Status::Ok();
     if (instance != instance_) {
+      if (generation != 0 && generation_ != 0 && generation < generation_) {
+        // A CONNECT answered late by an instance already replaced (its start count is below
+        // the one seen): not a restart. This connection is dropped and the call goes on.
+        return Status(Code::kDisconnected, "answered by an instance that was replaced");
+      }
       if (instance_ != 0 && options_.on_restart) options_.on_restart();
       const bool missed_one = generation != 0 && generation_ != 0 && generation != generation_ + 1;
       instance_ = instance;
@@ -362,9 +389,24 @@ class RpcClient::Impl {
       replays_.clear();
       trimmed_.store(0, std::memory_order_relaxed);  // the new instance numbers anew
       if (unreplayed_.empty()) return Status::Ok();
+      LOG_INFO("{} restarted: replaying {} requests it had not committed", peer_.ToString(),
+               unreplayed_.size());
     }
-    LOG_INFO("{} restarted: replaying {} requests it had not committed", peer_.ToString(),
-             unreplayed_.size());
+    return ReplayLocked(c);
+  }
+
+  // Before a borrowed connection is used, when a late reply left a request to replay
+  // (Keep): replays it on that connection, if it is to the instance last seen (one to an
+  // older instance will fail and be replaced by a new connection, which replays).
+  Status ReplayTheRest(ClientConn& c) {
+    std::lock_guard lk(replay_mu_);
+    if (unreplayed_.empty()) unreplayed_waiting_.store(false, std::memory_order_release);
+    if (c.instance != instance_ || unreplayed_.empty()) return Status::Ok();
+    return ReplayLocked(c);
+  }
+
+  // Sends unreplayed_ on `c`, in order. REQUIRES: replay_mu_.
+  Status ReplayLocked(ClientConn& c) {
     uint64_t committed = 0;
     for (size_t i = 0; i < unreplayed_.size(); ++i) {
       auto& [first_transno, k] = unreplayed_[i];
@@ -384,8 +426,9 @@ class RpcClient::Impl {
       Attempt a = c.Exchange(args);
       if (!a.conn_ok || a.status.retryable()) {
         // Lost the connection, or the server is not ready: the rest (this one too) waits
-        // for the next connection.
+        // for the next connection, new or borrowed (ReplayTheRest).
         unreplayed_.erase(unreplayed_.begin(), unreplayed_.begin() + static_cast<ptrdiff_t>(i));
+        unreplayed_waiting_.store(true, std::memory_order_release);
         Committed(committed);
         return a.status.ok() ? Status(Code::kDisconnected, "connection lost while replaying")
                              : a.status;
@@ -399,6 +442,7 @@ class RpcClient::Impl {
       }
     }
     unreplayed_.clear();
+    unreplayed_waiting_.store(false, std::memory_order_release);
     Committed(committed);
     return Status::Ok();
   }
@@ -444,6 +488,7 @@ class RpcClient::Impl {
     proto::ConnectReply rep;
     if (!rep.ParseFromString(reply)) return Status(Code::kProtocol, "bad CONNECT reply");
     if (options_.keys) STRIA_RETURN_IF_ERROR(Authenticate(*c, req, rep));
+    c->instance = rep.instance();
     if (options_.keep_replays)
       STRIA_RETURN_IF_ERROR(ReplayIfRestarted(*c, rep.instance(), rep.generation()));
     if (auto* tcp = dynamic_cast<TcpConn*>(c.get()); tcp != nullptr && tcp->local()) {
@@ -543,6 +588,9 @@ class RpcClient::Impl {
   // GUARDED_BY(replay_mu_): kept requests not yet replayed to instance_, in order, with the
   // transno the instance before it gave (0: unknown, ReplayIfRestarted).
   std::vector<std::pair<uint64_t, Kept>> unreplayed_;
+  // Set while unreplayed_ may hold requests that connections already open must replay
+  // before anything else: left by a late reply (Keep) or a replay cut short.
+  std::atomic<bool> unreplayed_waiting_{false};
   uint64_t instance_ = 0;    // GUARDED_BY(replay_mu_): the server's, when last seen
   uint64_t generation_ = 0;  // GUARDED_BY(replay_mu_): its start count then (0: none kept)
   // The highest last_committed replays_ was trimmed to (written under replay_mu_).

@@ -54,10 +54,14 @@ struct ClientOptions {
   // every request whose reply carries a transno above the reply's last_committed is kept
   // until a later reply reports it committed; when a new connection finds the server
   // restarted (another instance in its CONNECT reply), the kept requests are resent on it
-  // first, in the order they were done, with kFlagReplay, their original xid and the transno they were
-  // last given (0 where that came from two instances back: a replay cut short by another
-  // restart, or an instance the client never saw, which ConnectReply.generation tells),
-  // before any other request goes out. replay_patch, when set, rewrites a kept
+  // first, in the order they were done, with kFlagReplay, their original xid and the
+  // transno they were last given (0 where that came from two instances back: a replay cut
+  // short by another restart, or an instance the client never saw, which
+  // ConnectReply.generation tells), before any other request goes out. A reply that comes
+  // late, from an instance already found replaced, trims nothing; what it had not committed
+  // is replayed without a number before the next request. A CONNECT answered by an instance
+  // with a lower start count than the last seen fails (kDisconnected) and is retried.
+  // replay_patch, when set, rewrites a kept
   // request's body from its reply just before its first replay (a create replays under the
   // inode number its reply gave): the reply is kept beside the request, since nearly every
   // kept request is trimmed unreplayed (parsing and re-encoding each create at keep time was

@@ -2,14 +2,17 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -407,6 +410,8 @@ struct TransnoServer {
   std::atomic<uint64_t> committed{0};
   // When set and true for a request: answered kNotReady, undone (a replay cut short).
   std::function<bool(const Seen&)> not_ready;
+  // When set: called with each request's ino before it is run (a test holds one there).
+  std::function<void(uint64_t ino)> hold;
 
   void Start(uint16_t port) {
     ServerOptions opts;
@@ -417,6 +422,7 @@ struct TransnoServer {
     server->Register<proto::SetattrRequest, proto::AttrReply>(
         proto::OP_MDS_SETATTR,
         [this](RpcContext& ctx, const proto::SetattrRequest& req, proto::AttrReply* rep) {
+          if (hold) hold(req.ino());
           std::lock_guard lock(mu);
           seen.push_back({ctx.xid, req.ino(), ctx.replay, ctx.replay_transno, req.valid()});
           if (not_ready && not_ready(seen.back())) return Status(Code::kNotReady, "recovering");
@@ -713,6 +719,205 @@ TEST(RpcReplayTest, AnInstanceNeverSeenMakesEveryNumberUnknown) {
   EXPECT_EQ(replayed(s3),
             (std::vector<std::pair<uint64_t, uint64_t>>{{1, 301}, {2, 302}, {3, 303}}));
   s3.server->Stop();
+}
+
+// Forwards each connection accepted on its port to the port `target` names when it is
+// accepted: one client address whose new connections reach another server instance while
+// the old one's are still open (a late reply).
+class SwitchingProxy {
+ public:
+  explicit SwitchingProxy(uint16_t target) : target_(target) {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(listen(listen_fd_, 16), 0);
+    EXPECT_EQ(getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&a), &len), 0);
+    port_ = ntohs(a.sin_port);
+    acceptor_ = std::thread([this] { Accept(); });
+  }
+  ~SwitchingProxy() {
+    stop_ = true;
+    acceptor_.join();
+    for (std::thread& t : pumps_) t.join();
+    close(listen_fd_);
+  }
+  uint16_t port() const { return port_; }
+  void set_target(uint16_t port) { target_ = port; }
+
+ private:
+  void Accept() {
+    while (!stop_) {
+      pollfd p{listen_fd_, POLLIN, 0};
+      if (poll(&p, 1, 20) <= 0) continue;
+      const int in = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (in < 0) continue;
+      const int out = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(target_.load());
+      if (connect(out, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        close(in);
+        close(out);
+        continue;
+      }
+      pumps_.emplace_back([this, in, out] { Pump(in, out); });
+    }
+  }
+  // Copies both ways until either side closes, then closes both.
+  void Pump(int a, int b) {
+    char buf[16384];
+    pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    while (!stop_) {
+      if (poll(p, 2, 20) <= 0) continue;
+      bool done = false;
+      for (int i = 0; i < 2 && !done; ++i) {
+        if (p[i].revents == 0) continue;
+        const ssize_t n = read(p[i].fd, buf, sizeof buf);
+        done = n <= 0 || !SendAllBytes(p[1 - i].fd, buf, static_cast<size_t>(n));
+      }
+      if (done) break;
+    }
+    close(a);
+    close(b);
+  }
+  static bool SendAllBytes(int fd, const char* p, size_t n) {
+    while (n > 0) {
+      const ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+      if (w <= 0) return false;
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+    return true;
+  }
+
+  int listen_fd_ = -1;
+  uint16_t port_ = 0;
+  std::atomic<uint16_t> target_;
+  std::atomic<bool> stop_{false};
+  std::thread acceptor_;
+  std::vector<std::thread> pumps_;  // joined at destruction
+};
+
+// Replies that arrive late, from an instance another thread's connection has already found
+// replaced: the new instance's kept requests must not be trimmed by the old instance's
+// last_committed, and a change the old one had not committed is replayed to the new one
+// without a number (the old number means nothing there) before the next request.
+TEST(RpcReplayTest, ALateReplyFromAReplacedInstanceTrimsNothingAndIsReplayed) {
+  TransnoServer s1;
+  std::mutex hold_mu;
+  std::condition_variable hold_cv;
+  int held = 0;
+  std::set<uint64_t> released;
+  s1.hold = [&](uint64_t ino) {
+    if (ino < 8) return;
+    std::unique_lock lk(hold_mu);
+    ++held;
+    hold_cv.notify_all();
+    hold_cv.wait(lk, [&] { return released.count(ino) > 0; });
+  };
+  s1.Start(0);
+  SwitchingProxy proxy(s1.server->port());
+  RpcClient c(Loopback(proxy.port()), ReplayingClient());
+  proto::AttrReply rep;
+  for (uint64_t ino : {1, 2}) {  // 101, 102, not committed
+    ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(ino), &rep).ok());
+  }
+  // Two requests in flight at s1, held before it runs them.
+  Status st8, st9;
+  proto::AttrReply rep8, rep9;
+  std::thread t8([&] { st8 = c.Call(proto::OP_MDS_SETATTR, Setattr(8), &rep8); });
+  std::thread t9([&] { st9 = c.Call(proto::OP_MDS_SETATTR, Setattr(9), &rep9); });
+  {
+    std::unique_lock lk(hold_mu);
+    ASSERT_TRUE(hold_cv.wait_for(lk, std::chrono::seconds(10), [&] { return held == 2; }));
+  }
+  // New connections now reach s2, a new instance: ino 1 and 2 are replayed (201, 202).
+  TransnoServer s2;
+  s2.next_transno = 200;
+  s2.Start(0);
+  proxy.set_target(s2.server->port());
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(3), &rep).ok());  // 203
+  EXPECT_EQ(c.pending_replays(), 3u);
+  auto release = [&](uint64_t ino) {
+    std::lock_guard lk(hold_mu);
+    released.insert(ino);
+    hold_cv.notify_all();
+  };
+  // s1 answers ino 8 uncommitted (transno 103), then ino 9 with everything it numbered
+  // committed (last_committed 500, above every number s2 gave).
+  release(8);
+  t8.join();
+  s1.committed = 500;
+  release(9);
+  t9.join();
+  ASSERT_TRUE(st8.ok() && st9.ok()) << st8.ToString() << " " << st9.ToString();
+  EXPECT_EQ(c.pending_replays(), 4u) << "201-203 still kept, and ino 8 waits for replay";
+  s1.server->Stop();  // the old instance is gone: its connections close
+
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(5), &rep).ok());
+  {
+    std::lock_guard lock(s2.mu);
+    ASSERT_GE(s2.seen.size(), 5u);
+    const TransnoServer::Seen& r = s2.seen[s2.seen.size() - 2];
+    EXPECT_TRUE(r.replay);
+    EXPECT_EQ(r.ino, 8u) << "replayed before the next request";
+    EXPECT_EQ(r.replay_transno, 0u) << "s1's number means nothing to s2";
+    EXPECT_EQ(s2.seen.back().ino, 5u);
+  }
+  s2.server->Stop();
+
+  TransnoServer s3;
+  s3.next_transno = 900;
+  s3.Start(0);
+  proxy.set_target(s3.server->port());
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(6), &rep).ok());
+  std::vector<std::pair<uint64_t, uint64_t>> got;  // (ino, replay transno)
+  {
+    std::lock_guard lock(s3.mu);
+    for (const TransnoServer::Seen& r : s3.seen) {
+      if (r.replay) got.emplace_back(r.ino, r.replay_transno);
+    }
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, uint64_t>>{
+                     {1, 201}, {2, 202}, {3, 203}, {8, 204}, {5, 205}}))
+      << "nothing s2 did was trimmed by s1's late last_committed";
+  s3.server->Stop();
+}
+
+// A CONNECT answered by an instance whose start count is below the last one seen is a late
+// answer from a replaced instance, not a restart: the connection is dropped, nothing is
+// replayed to it, and the kept requests wait for the instance that counts.
+TEST(RpcReplayTest, AnInstanceWithAnOlderStartCountIsNotARestart) {
+  TransnoServer s6;
+  s6.generation = 6;
+  s6.Start(0);
+  SwitchingProxy proxy(s6.server->port());
+  ClientOptions o = ReplayingClient(300);
+  std::atomic<int> restarts{0};
+  o.on_restart = [&] { restarts++; };
+  o.max_connections = 1;
+  RpcClient c(Loopback(proxy.port()), o);
+  proto::AttrReply rep;
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(1), &rep).ok());  // 101, kept
+  TransnoServer s5;
+  s5.generation = 5;
+  s5.Start(0);
+  proxy.set_target(s5.server->port());
+  s6.server->Stop();  // drops the client's connection: the next call connects to s5
+  Status st = c.Call(proto::OP_MDS_SETATTR, Setattr(2), &rep);
+  EXPECT_EQ(st.code(), Code::kDisconnected) << st.ToString();
+  EXPECT_NE(st.message().find("replaced"), std::string::npos) << st.ToString();
+  EXPECT_EQ(restarts.load(), 0);
+  {
+    std::lock_guard lock(s5.mu);
+    EXPECT_TRUE(s5.seen.empty()) << "no replay and no request went to it";
+  }
+  EXPECT_EQ(c.pending_replays(), 1u);
+  s5.server->Stop();
 }
 
 // A replay the restarted server refuses (a conflict: another client took the name) is

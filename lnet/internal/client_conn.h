@@ -56,6 +56,11 @@ class ClientConn {
   virtual ~ClientConn() = default;
   virtual Lnd lnd() const = 0;
   virtual Attempt Exchange(const ExchangeArgs& a) = 0;
+
+  // The server instance that answered this connection's CONNECT (0: one that names none):
+  // a reply that comes late, from an instance the client has since seen replaced, is kept
+  // as that instance's, not the new one's (RpcClient's replay).
+  uint64_t instance = 0;
 };
 
 // The request's frame header: lengths and crc32c of the body and of the bulk gathered from
