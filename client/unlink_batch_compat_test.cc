@@ -21,8 +21,9 @@ constexpr uint64_t kParent = 7;
 
 class StandInMds {
  public:
-  // codes_per_batch < 0: the MDS predates batches (no codes); else it answers every request
-  // that carries more_names with that many codes, all 0.
+  // codes_per_batch -1: the MDS predates batches (no codes); -2: it is shutting down for
+  // every batch (a transport error, kShutdown, retried until the deadline); else it answers
+  // every request that carries more_names with that many codes, all 0.
   explicit StandInMds(int codes_per_batch) : codes_per_batch_(codes_per_batch) {
     lnet::ServerOptions so;
     so.name = "stand-in-mds";
@@ -41,6 +42,9 @@ class StandInMds {
           std::lock_guard lock(mu_);
           seen_.push_back(req);
           if (req.parent() != kParent) return Status(Code::kNoEnt, "no such directory");
+          if (codes_per_batch_ == -2 && req.more_names_size() > 0) {
+            return Status(Code::kShutdown, "stopping");
+          }
           if (codes_per_batch_ >= 0 && req.more_names_size() > 0) {
             for (int i = 0; i < codes_per_batch_; ++i) rep->add_codes(0);
             return Status::Ok();
@@ -60,7 +64,7 @@ class StandInMds {
     ClientConfig c;
     c.mgs_nids = {lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", server_->port()}};
     c.fsname = "testfs";
-    c.rpc.retry_deadline_ms = 2000;
+    c.rpc.retry_deadline_ms = 1000;
     auto client = Client::Connect(std::move(c));
     EXPECT_TRUE(client.ok()) << client.status().ToString();
     return client.ok() ? std::move(*client) : nullptr;
@@ -148,6 +152,23 @@ TEST(UnlinkBatchCompatTest, ABatchRefusedAsAWholeIsAnsweredNameByName) {
   for (int i = 0; i < 3; ++i) EXPECT_EQ(rep->codes(i), static_cast<int32_t>(Code::kNoEnt)) << i;
   EXPECT_FALSE(rep->has_parent_attr());
   EXPECT_EQ(mds.seen().size(), 3u);
+}
+
+// A batch that fails in transport leaves nothing known about any name: the error is the
+// answer, and no name is sent alone (each could have been unlinked by the batch).
+TEST(UnlinkBatchCompatTest, ATransportErrorIsTheAnswerAndNoNameGoesAlone) {
+  StandInMds mds(/*codes_per_batch=*/-2);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  Metadata md(client.get());
+  auto rep = md.UnlinkBatch(Root(), kParent, {"a", "b", "c"}, false);
+  ASSERT_FALSE(rep.ok());
+  EXPECT_EQ(rep.status().code(), Code::kShutdown) << rep.status().ToString();
+  const std::vector<proto::UnlinkRequest> seen = mds.seen();
+  ASSERT_FALSE(seen.empty());
+  for (const proto::UnlinkRequest& r : seen) {
+    EXPECT_EQ(r.more_names_size(), 2) << "only the batch, resent: " << r.name();
+  }
 }
 
 TEST(UnlinkBatchCompatTest, AReplyWithTheWrongNumberOfResultsIsAProtocolError) {

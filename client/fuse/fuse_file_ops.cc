@@ -494,11 +494,22 @@ bool StriaFs::DeferUntilWritten(FileHandle* fh, std::function<void(Status, uint6
     deferred_.erase(deferred_.find(ticket));
     deferred_cv_.notify_all();
   };
+  std::function<void(Status, uint64_t)> later;
+  if (release) later = then;  // kept for the case below
   const bool queued =
       inode->write_behind.AfterWrites([then = std::move(then), done, ticket](Status drained) {
         then(std::move(drained), ticket);
         done();
       });
+  if (!queued && release) {
+    // No write in flight: the release finishes here, with its ticket held until its close
+    // is gathered. Its flush's report may have left the size to it (DoFlush: released
+    // already), and a FlushCloses that found no ticket and no close pending in between
+    // would let the MDS answer another client with the size from before.
+    later(inode->write_behind.Drain(), ticket);
+    done();
+    return true;
+  }
   if (!queued) done();
   return queued;
 }
@@ -571,8 +582,8 @@ Status StriaFs::DoRelease(fuse_req_t req, FileHandle* fh) {
     FinishRelease(nullptr, fh, SettleWrites(fh->inode.get(), std::move(drained)))
         .IgnoreError();  // logged there
   };
-  if (DeferUntilWritten(fh, std::move(finish), /*release=*/true)) return Status::Ok();
-  return FinishRelease(req, fh, SettleWrites(fh->inode.get(), fh->inode->write_behind.Drain()));
+  DeferUntilWritten(fh, std::move(finish), /*release=*/true);  // now, when nothing is in flight
+  return Status::Ok();  // a failure is logged (FinishRelease); the kernel ignores it anyway
 }
 
 Status StriaFs::FinishRelease(fuse_req_t req, FileHandle* fh, Status written) {

@@ -255,10 +255,10 @@ class StriaFs {
   bool Gathering() const;
   // Runs `then` once the writes of fh's file in flight now have finished, without waiting
   // for them (WriteBehind::AfterWrites), counted until it returns so that FlushCloses waits
-  // for it. False, and `then` is not run, when nothing is in flight and no earlier such
-  // callback waits, or, for a flush (not `release`), when closes are not gathered or
-  // kMaxDeferred wait already: the caller then waits itself. A release is not bounded (see
-  // DoRelease).
+  // for it. For a flush (not `release`): false, and `then` is not run, when nothing is in
+  // flight and no earlier such callback waits, when closes are not gathered or kMaxDeferred
+  // wait already: the caller then waits itself. A release is not bounded (see DoRelease) and
+  // always true: with nothing in flight, `then` runs here, still counted.
   // `then` gets the writes' first error and the ticket it was counted under.
   bool DeferUntilWritten(FileHandle* fh, std::function<void(Status, uint64_t)> then, bool release);
   // Sends gathered closes (the CloseBatcher's thread); once the MDS did them all, the atimes
