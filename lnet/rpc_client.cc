@@ -285,6 +285,14 @@ class RpcClient::Impl {
     {
       std::unique_lock lk(mu_);
       cv_.wait(lk, [&] { return !idle_.empty() || open_ < options_.max_connections; });
+      // A connection to an instance since found replaced would send a request to it ahead
+      // of the replays (or fail, one attempt and a backoff each): closed instead.
+      const uint64_t current = current_instance_.load(std::memory_order_acquire);
+      while (!idle_.empty() && current != 0 && idle_.back()->instance != 0 &&
+             idle_.back()->instance != current) {
+        idle_.pop_back();
+        --open_;
+      }
       if (!idle_.empty()) {
         std::unique_ptr<ClientConn> c = std::move(idle_.back());
         idle_.pop_back();
@@ -365,20 +373,26 @@ class RpcClient::Impl {
   // goes on with the second kind; one to yet another instance replays both, the first kind
   // first (done in that order), and the second kind without a number, so that only its
   // reply journal says whether it was done. So do all of them when the server's start count
-  // (`generation`, 0 where it keeps none) says an instance came and went unseen. A start
-  // count below the one seen is an instance already replaced, answering late: refused.
+  // (`generation`, 0 where it keeps none) says an instance came and went unseen (or went
+  // back: a server restored from a backup). An instance seen before and since replaced,
+  // answering late, is refused.
   Status ReplayIfRestarted(ClientConn& c, uint64_t instance, uint64_t generation) {
     std::lock_guard lk(replay_mu_);
     if (instance == 0 || (instance == instance_ && unreplayed_.empty())) return Status::Ok();
     if (instance != instance_) {
-      if (generation != 0 && generation_ != 0 && generation < generation_) {
-        // A CONNECT answered late by an instance already replaced (its start count is below
-        // the one seen): not a restart. This connection is dropped and the call goes on.
+      if (std::find(replaced_.begin(), replaced_.end(), instance) != replaced_.end()) {
+        // A CONNECT answered late by an instance already replaced: not a restart. This
+        // connection is dropped and the call goes on.
         return Status(Code::kDisconnected, "answered by an instance that was replaced");
       }
-      if (instance_ != 0 && options_.on_restart) options_.on_restart();
+      if (instance_ != 0) {
+        if (options_.on_restart) options_.on_restart();
+        if (replaced_.size() == kReplacedKept) replaced_.erase(replaced_.begin());
+        replaced_.push_back(instance_);
+      }
       const bool missed_one = generation != 0 && generation_ != 0 && generation != generation_ + 1;
       instance_ = instance;
+      current_instance_.store(instance, std::memory_order_release);
       generation_ = generation;
       for (auto& [transno, k] : unreplayed_) transno = 0;  // numbered two instances back
       std::vector<std::pair<uint64_t, Kept>> all;
@@ -592,6 +606,10 @@ class RpcClient::Impl {
   // before anything else: left by a late reply (Keep) or a replay cut short.
   std::atomic<bool> unreplayed_waiting_{false};
   uint64_t instance_ = 0;    // GUARDED_BY(replay_mu_): the server's, when last seen
+  std::atomic<uint64_t> current_instance_{0};  // instance_, for Acquire (written under replay_mu_)
+  // GUARDED_BY(replay_mu_): the last instances found replaced, oldest first.
+  static constexpr size_t kReplacedKept = 16;
+  std::vector<uint64_t> replaced_;
   uint64_t generation_ = 0;  // GUARDED_BY(replay_mu_): its start count then (0: none kept)
   // The highest last_committed replays_ was trimmed to (written under replay_mu_).
   std::atomic<uint64_t> trimmed_{0};

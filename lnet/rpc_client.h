@@ -59,8 +59,10 @@ struct ClientOptions {
   // short by another restart, or an instance the client never saw, which
   // ConnectReply.generation tells), before any other request goes out. A reply that comes
   // late, from an instance already found replaced, trims nothing; what it had not committed
-  // is replayed without a number before the next request. A CONNECT answered by an instance
-  // with a lower start count than the last seen fails (kDisconnected) and is retried.
+  // is replayed without a number before the next request borrows a connection (so out of
+  // the order it was done in, behind what was replayed already). Idle connections to a
+  // replaced instance are closed, and a CONNECT answered by one fails (kDisconnected) and is
+  // retried.
   // replay_patch, when set, rewrites a kept
   // request's body from its reply just before its first replay (a create replays under the
   // inode number its reply gave): the reply is kept beside the request, since nearly every

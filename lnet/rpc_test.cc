@@ -407,6 +407,7 @@ struct TransnoServer {
   std::vector<Seen> seen;
   uint64_t next_transno = 100;
   uint64_t generation = 0;  // the start count its CONNECT replies carry
+  uint64_t instance = 0;    // its instance (0: random)
   std::atomic<uint64_t> committed{0};
   // When set and true for a request: answered kNotReady, undone (a replay cut short).
   std::function<bool(const Seen&)> not_ready;
@@ -418,6 +419,7 @@ struct TransnoServer {
     opts.name = "transno";
     opts.fsname = "testfs";
     opts.generation = generation;
+    opts.instance = instance;
     server = std::make_unique<RpcServer>(opts);
     server->Register<proto::SetattrRequest, proto::AttrReply>(
         proto::OP_MDS_SETATTR,
@@ -856,9 +858,15 @@ TEST(RpcReplayTest, ALateReplyFromAReplacedInstanceTrimsNothingAndIsReplayed) {
   t9.join();
   ASSERT_TRUE(st8.ok() && st9.ok()) << st8.ToString() << " " << st9.ToString();
   EXPECT_EQ(c.pending_replays(), 4u) << "201-203 still kept, and ino 8 waits for replay";
-  s1.server->Stop();  // the old instance is gone: its connections close
 
+  // s1 still answers on the connections t8 and t9 gave back, the last ones idle: they are
+  // closed, not used, and ino 8 is replayed to s2 before the next request.
   ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(5), &rep).ok());
+  {
+    std::lock_guard lock(s1.mu);
+    for (const TransnoServer::Seen& r : s1.seen) EXPECT_NE(r.ino, 5u) << "sent to s1";
+  }
+  s1.server->Stop();
   {
     std::lock_guard lock(s2.mu);
     ASSERT_GE(s2.seen.size(), 5u);
@@ -888,12 +896,15 @@ TEST(RpcReplayTest, ALateReplyFromAReplacedInstanceTrimsNothingAndIsReplayed) {
   s3.server->Stop();
 }
 
-// A CONNECT answered by an instance whose start count is below the last one seen is a late
-// answer from a replaced instance, not a restart: the connection is dropped, nothing is
-// replayed to it, and the kept requests wait for the instance that counts.
-TEST(RpcReplayTest, AnInstanceWithAnOlderStartCountIsNotARestart) {
+// A CONNECT answered by an instance the client has seen replaced is a late answer, not a
+// restart: the connection is dropped and nothing is replayed to it. An instance never seen
+// whose start count went back (a server restored from a backup) is a restart like any other,
+// with every number unknown.
+TEST(RpcReplayTest, AReplacedInstanceAnsweringLateIsNotARestart) {
+  constexpr uint64_t kOld = 0x6666;
   TransnoServer s6;
   s6.generation = 6;
+  s6.instance = kOld;
   s6.Start(0);
   SwitchingProxy proxy(s6.server->port());
   ClientOptions o = ReplayingClient(300);
@@ -903,21 +914,46 @@ TEST(RpcReplayTest, AnInstanceWithAnOlderStartCountIsNotARestart) {
   RpcClient c(Loopback(proxy.port()), o);
   proto::AttrReply rep;
   ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(1), &rep).ok());  // 101, kept
-  TransnoServer s5;
-  s5.generation = 5;
-  s5.Start(0);
-  proxy.set_target(s5.server->port());
-  s6.server->Stop();  // drops the client's connection: the next call connects to s5
-  Status st = c.Call(proto::OP_MDS_SETATTR, Setattr(2), &rep);
+  TransnoServer s7;
+  s7.generation = 7;
+  s7.Start(0);
+  proxy.set_target(s7.server->port());
+  s6.server->Stop();
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(2), &rep).ok());  // ino 1 replayed first
+  EXPECT_EQ(restarts.load(), 1);
+
+  TransnoServer late;  // the replaced instance, answering a CONNECT late
+  late.generation = 6;
+  late.instance = kOld;
+  late.Start(0);
+  proxy.set_target(late.server->port());
+  s7.server->Stop();  // drops the client's connection: the next call connects to `late`
+  Status st = c.Call(proto::OP_MDS_SETATTR, Setattr(3), &rep);
   EXPECT_EQ(st.code(), Code::kDisconnected) << st.ToString();
   EXPECT_NE(st.message().find("replaced"), std::string::npos) << st.ToString();
-  EXPECT_EQ(restarts.load(), 0);
+  EXPECT_EQ(restarts.load(), 1);
   {
-    std::lock_guard lock(s5.mu);
-    EXPECT_TRUE(s5.seen.empty()) << "no replay and no request went to it";
+    std::lock_guard lock(late.mu);
+    EXPECT_TRUE(late.seen.empty()) << "no replay and no request went to it";
   }
-  EXPECT_EQ(c.pending_replays(), 1u);
-  s5.server->Stop();
+  EXPECT_EQ(c.pending_replays(), 2u);
+  late.server->Stop();
+
+  TransnoServer restored;
+  restored.generation = 5;
+  restored.Start(0);
+  proxy.set_target(restored.server->port());
+  ASSERT_TRUE(c.Call(proto::OP_MDS_SETATTR, Setattr(4), &rep).ok());
+  EXPECT_EQ(restarts.load(), 2);
+  std::lock_guard lock(restored.mu);
+  ASSERT_EQ(restored.seen.size(), 3u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(restored.seen[i].replay) << i;
+    EXPECT_EQ(restored.seen[i].ino, i + 1) << i;
+    EXPECT_EQ(restored.seen[i].replay_transno, 0u) << "a count that went back: numbers unknown";
+  }
+  EXPECT_EQ(restored.seen[2].ino, 4u);
+  restored.server->Stop();
 }
 
 // A replay the restarted server refuses (a conflict: another client took the name) is

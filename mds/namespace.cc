@@ -282,30 +282,12 @@ Status Namespace::Load() {
 Result<uint64_t> Namespace::CountStart() {
   std::lock_guard lock(mutex_);
   STRIA_ASSIGN_OR_RETURN(auto v, Get(SuperKey("starts")));
-  // The count; since the count was kept with them, the WAL sequence its own write got and
-  // the transno that start recovered.
-  if (v && v->size() != 8 && v->size() != 24) {
-    return Status(Code::kCorrupt, "superblock value 'starts' is damaged");
-  }
-  const uint64_t last = v ? GetBe64(*v) : 0;  // missing: formatted before it was kept
-  const uint64_t latest = db_->GetLatestSequenceNumber();
-  if (v && v->size() == 24 && GetBe64(std::string_view(*v).substr(8, 8)) == latest) {
-    // Nothing was written since the last count: that start changed nothing (it failed
-    // before serving, or what it wrote was lost with the power), so it is this one to the
-    // clients. They replay with the transnos it recovered from, and it would take one
-    // equal to its own count's sequence (the instance before numbered on from the same
-    // place) for done: recover from where it did. Counting it would only make clients
-    // replay without numbers (lnet/rpc_client.h).
-    recovered_ = GetBe64(std::string_view(*v).substr(16, 8));
-    return last;
-  }
-  // The sequence this write gets, when no other write comes first (one that does makes the
-  // stored value lower than the count's own: the next start then counts, as it should).
+  if (v && v->size() != 8) return Status(Code::kCorrupt, "superblock value 'starts' is damaged");
+  const uint64_t starts = (v ? GetBe64(*v) : 0) + 1;  // missing: formatted before it was kept
   rocksdb::WriteBatch batch;
-  batch.Put(SuperKey("starts"),
-            EncodeBe64(last + 1) + EncodeBe64(latest + 1) + EncodeBe64(recovered_));
+  batch.Put(SuperKey("starts"), EncodeBe64(starts));
   STRIA_RETURN_IF_ERROR(Write(&batch, /*sync=*/true));
-  return last + 1;
+  return starts;
 }
 
 Status Namespace::ReapOrphans() {

@@ -237,9 +237,11 @@ class Namespace {
   uint64_t LastCommitted() const { return committed_.load(std::memory_order_acquire); }
   uint64_t RecoveredTransno() const { return recovered_; }
   // Counts this start of the MDS on disk (synced) and returns the count: 1 for the first.
-  // A start after one that wrote nothing (it failed before serving) is not counted again,
-  // and recovers from where that one did (RecoveredTransno).
-  // A serving MDS calls it once before it serves (ConnectReply.generation).
+  // A serving MDS calls it once before it serves (ConnectReply.generation). Every start is
+  // counted, one that failed before serving too: the database cannot tell it from one that
+  // answered clients and then lost all it wrote to the power, and a count shared by two
+  // instances would let a client that saw the first take the next count for its successor.
+  // (The cost: after a failed start, clients replay without numbers, by the reply journal.)
   Result<uint64_t> CountStart();
   // Whether Open formatted an empty directory (no earlier instance: nothing to recover).
   bool FormattedAtOpen() const { return formatted_at_open_; }
@@ -272,7 +274,7 @@ class Namespace {
   std::condition_variable sync_cv_;
   uint64_t synced_seq_ = 0;      // GUARDED_BY(sync_mu_): WAL durable up to here
   std::atomic<uint64_t> committed_{0};  // synced_seq_, readable without the mutex
-  uint64_t recovered_ = 0;          // the latest sequence at open (Load; CountStart may lower it)
+  uint64_t recovered_ = 0;              // the latest sequence at open (set once, in Load)
   bool formatted_at_open_ = false;  // set once, in Open
   bool syncing_ = false;         // GUARDED_BY(sync_mu_): a thread is in SyncWAL
   uint64_t wal_syncs_ = 0;       // GUARDED_BY(sync_mu_)
