@@ -282,21 +282,25 @@ class RpcClient::Impl {
   // Borrows an idle connection, or opens one (waiting while max_connections are busy);
   // connect_timeout_ms >= 0 bounds the opening below the option's.
   Result<std::unique_ptr<ClientConn>> Acquire(int connect_timeout_ms = -1) {
+    std::vector<std::unique_ptr<ClientConn>> stale;  // closed outside the lock
     {
       std::unique_lock lk(mu_);
       cv_.wait(lk, [&] { return !idle_.empty() || open_ < options_.max_connections; });
       // A connection to an instance since found replaced would send a request to it ahead
       // of the replays (or fail, one attempt and a backoff each): closed instead.
-      const uint64_t current = current_instance_.load(std::memory_order_acquire);
+      const uint64_t current = instance_.load(std::memory_order_acquire);
       while (!idle_.empty() && current != 0 && idle_.back()->instance != 0 &&
              idle_.back()->instance != current) {
+        stale.push_back(std::move(idle_.back()));
         idle_.pop_back();
         --open_;
       }
+      if (!stale.empty()) cv_.notify_all();  // room for the other waiters to connect
       if (!idle_.empty()) {
         std::unique_ptr<ClientConn> c = std::move(idle_.back());
         idle_.pop_back();
         lk.unlock();
+        stale.clear();
         if (unreplayed_waiting_.load(std::memory_order_acquire)) {
           Status st = ReplayTheRest(*c);
           if (!st.ok()) {
@@ -391,8 +395,7 @@ class RpcClient::Impl {
         replaced_.push_back(instance_);
       }
       const bool missed_one = generation != 0 && generation_ != 0 && generation != generation_ + 1;
-      instance_ = instance;
-      current_instance_.store(instance, std::memory_order_release);
+      instance_.store(instance, std::memory_order_release);
       generation_ = generation;
       for (auto& [transno, k] : unreplayed_) transno = 0;  // numbered two instances back
       std::vector<std::pair<uint64_t, Kept>> all;
@@ -409,9 +412,10 @@ class RpcClient::Impl {
     return ReplayLocked(c);
   }
 
-  // Before a borrowed connection is used, when a late reply left a request to replay
-  // (Keep): replays it on that connection, if it is to the instance last seen (one to an
-  // older instance will fail and be replaced by a new connection, which replays).
+  // Before a borrowed connection is used, when a late reply or a replay cut short left
+  // requests to replay: replays them on that connection, if it is to the instance last seen
+  // (Acquire closes the others; one the server replaced meanwhile fails, and the call's
+  // retry connects anew, which replays).
   Status ReplayTheRest(ClientConn& c) {
     std::lock_guard lk(replay_mu_);
     if (unreplayed_.empty()) unreplayed_waiting_.store(false, std::memory_order_release);
@@ -605,8 +609,9 @@ class RpcClient::Impl {
   // Set while unreplayed_ may hold requests that connections already open must replay
   // before anything else: left by a late reply (Keep) or a replay cut short.
   std::atomic<bool> unreplayed_waiting_{false};
-  uint64_t instance_ = 0;    // GUARDED_BY(replay_mu_): the server's, when last seen
-  std::atomic<uint64_t> current_instance_{0};  // instance_, for Acquire (written under replay_mu_)
+  // The server's instance, when last seen (written under replay_mu_; Acquire reads it
+  // without).
+  std::atomic<uint64_t> instance_{0};
   // GUARDED_BY(replay_mu_): the last instances found replaced, oldest first.
   static constexpr size_t kReplacedKept = 16;
   std::vector<uint64_t> replaced_;
