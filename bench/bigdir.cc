@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "client/create_batches.h"
 #include "client/metadata.h"
 #include "lnet/nid.h"
 
@@ -104,11 +105,17 @@ int main(int argc, char** argv) {
     dir = found->attr().ino();
   }
 
+  const stria::client::CreateBatches::Counters before = c.create_batches().counters();
   auto t0 = Clock::now();
   if (!CreateRange(c, dir, "f", 0, files, threads)) return 1;
   const double create_s = Seconds(t0);
-  printf("create  %d files, %d threads: %.1f s, %.0f ops/s\n", files, threads, create_s,
-         files / create_s);
+  const stria::client::CreateBatches::Counters batches = c.create_batches().counters();
+  printf(
+      "create  %d files, %d threads: %.1f s, %.0f ops/s (%llu MDS requests, %llu creates "
+      "in batches)\n",
+      files, threads, create_s, files / create_s,
+      static_cast<unsigned long long>(batches.requests - before.requests),
+      static_cast<unsigned long long>(batches.batched - before.batched));
   if (create_only) {
     printf("RESULT create=%.0f\n", files / create_s);
     return 0;

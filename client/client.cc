@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "client/create_batches.h"
 #include "client/internal/thread_pool.h"
 #include "client/jobid.h"
 #include "client/local_reads.h"
@@ -71,9 +72,14 @@ void PatchReplay(uint16_t opcode, std::string* request, std::string_view reply) 
       !rep.ParseFromArray(reply.data(), static_cast<int>(reply.size()))) {
     return;
   }
-  req.set_replay_ino(rep.attr().ino());
-  if (rep.has_layout()) *req.mutable_replay_layout() = rep.layout();
-  req.set_open(false);
+  if (req.more_size() == 0) {
+    req.set_replay_ino(rep.attr().ino());
+    if (rep.has_layout()) *req.mutable_replay_layout() = rep.layout();
+    req.set_open(false);
+    req.SerializeToString(request);
+    return;
+  }
+  PatchCreateBatchReplay(&req, rep);
   req.SerializeToString(request);
 }
 
@@ -217,6 +223,7 @@ class ClientImpl final : public Client, private OstTransport {
   }
 
   std::string instance() const override { return config_.rpc.client_uuid.substr(0, 8); }
+  CreateBatches& create_batches() override { return create_batches_; }
 
   Result<std::vector<proto::OstStatfsReply>> OstStatfs(bool wait_all) override {
     STRIA_ASSIGN_OR_RETURN(proto::FsConfig cfg, GetConfig(false));
@@ -386,6 +393,7 @@ class ClientImpl final : public Client, private OstTransport {
   LocalReads local_reads_{this, &tunables_};
   StripedIo io_;
   MirroredIo mirrored_;  // over io_: mirrored layouts (client/mirror_io.h)
+  CreateBatches create_batches_{this};
 };
 
 Result<proto::EntryReply> ClientImpl::ResolvePath(const proto::Credentials& cred,

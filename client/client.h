@@ -29,6 +29,7 @@ namespace stria::client {
 class OpenCapas;
 struct MirrorStats;
 class LocalReads;
+class CreateBatches;
 
 // What must happen before a request leaves for the MDS: a mount's unlinks answered before
 // the MDS had them are sent first (client/fuse/unlink_writeback.h).
@@ -145,6 +146,9 @@ class Client {
   virtual ClientTunables& tunables() = 0;
   // The rpc_stats of every OST this client has talked to, by OST index.
   virtual std::map<uint32_t, OscStats*> OscStatsByOst() = 0;
+  // Creates of one directory by several threads at once, sent in batches
+  // (client/create_batches.h); Metadata::Create goes through it.
+  virtual CreateBatches& create_batches() = 0;
   // This client's instance in osc and llite parameter names (Lustre's "ffff8881..."): the
   // first 8 hex digits of its uuid.
   virtual std::string instance() const = 0;

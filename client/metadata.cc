@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "client/create_batches.h"
 #include "proto/layout_components.h"
 
 namespace stria::client {
@@ -64,6 +65,9 @@ Result<proto::EntryReply> Metadata::Create(const Cred& cred, const CreateArgs& a
   if (args.layout != nullptr) *req.mutable_layout() = *args.layout;
   req.set_open(args.open);
   req.set_umask(args.umask);
+  // Batched with other threads' creates in the same directory when they come at once; an
+  // open(O_CREAT) goes alone (the MDS batches no opens).
+  if (!args.open) return client_->create_batches().Create(req);
   proto::EntryReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_CREATE, req, &rep));
   if (rep.attr().ino() == 0) return Status(Code::kProtocol, "MDS create returned inode 0");

@@ -32,12 +32,18 @@ void CountMdRequest(MdStats* s, proto::Opcode op, const google::protobuf::Messag
   switch (op) {
     case proto::OP_MDS_CREATE: {
       const auto& r = static_cast<const proto::CreateRequest&>(req);
-      if ((r.mode() & S_IFMT) == S_IFDIR) {
-        s->Count(job, kMdMkdir, usecs);
-      } else {
-        s->Count(job, kMdMknod, usecs);
-        if (r.open()) s->Count(job, kMdOpen, usecs);
-      }
+      // A batch counts each of its creates, each with its share of the request's time.
+      const int n = r.more_size() < kMaxCreateBatch ? 1 + r.more_size() : 1;
+      auto count = [&](const proto::CreateRequest& c) {
+        if ((c.mode() & S_IFMT) == S_IFDIR) {
+          s->Count(job, kMdMkdir, usecs / n);
+        } else {
+          s->Count(job, kMdMknod, usecs / n);
+          if (c.open()) s->Count(job, kMdOpen, usecs / n);
+        }
+      };
+      count(r);
+      for (int i = 0; i + 1 < n; ++i) count(r.more(i));
       return;
     }
     case proto::OP_MDS_UNLINK: {

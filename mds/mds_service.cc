@@ -220,16 +220,23 @@ void GrantLeases(LeaseTable& leases, const ClientSessions* sessions, const std::
     if (sessions != nullptr && !sessions->OtherWriters(ino, client).empty()) return 0;
     return leases.Grant(client, Kind::kAttr, ino, snapshot);
   };
-  if constexpr (std::is_same_v<Req, proto::LookupRequest> ||
-                std::is_same_v<Req, proto::CreateRequest>) {
+  if constexpr (std::is_same_v<Req, proto::LookupRequest>) {
     if (req.name() != "." && req.name() != "..") {
       rep->set_entry_lease_ms(leases.Grant(client, Kind::kEntry, req.parent(), snapshot));
     }
     if (rep->attr().ino() != 0) rep->set_attr_lease_ms(attr_lease(rep->attr().ino()));
-    if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
-      if (S_ISDIR(rep->attr().mode())) {
-        rep->set_dir_lease_ms(leases.Grant(client, Kind::kEntry, rep->attr().ino(), snapshot));
+  } else if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
+    // Each create of a batch (EntryReply.codes) that succeeded, as a single create.
+    auto created = [&](proto::EntryReply* r) {
+      r->set_entry_lease_ms(leases.Grant(client, Kind::kEntry, req.parent(), snapshot));
+      r->set_attr_lease_ms(attr_lease(r->attr().ino()));
+      if (S_ISDIR(r->attr().mode())) {
+        r->set_dir_lease_ms(leases.Grant(client, Kind::kEntry, r->attr().ino(), snapshot));
       }
+    };
+    if (rep->codes_size() == 0 || rep->codes(0) == 0) created(rep);
+    for (int i = 0; i < rep->more_size() && i + 1 < rep->codes_size(); ++i) {
+      if (rep->codes(i + 1) == 0) created(rep->mutable_more(i));
     }
   } else if constexpr (std::is_same_v<Req, proto::GetattrRequest>) {
     rep->set_attr_lease_ms(attr_lease(req.ino()));
@@ -271,7 +278,11 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         } counted{md.get(), op, wire_req, t0};
         if (sessions) sessions->Touch(ctx.client_uuid);
         if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
-          if (wire_req.replay_ino() != 0 && !ctx.replay) {
+          bool replay_ino = wire_req.replay_ino() != 0;
+          for (const proto::CreateRequest& item : wire_req.more()) {
+            replay_ino |= item.replay_ino() != 0;
+          }
+          if (replay_ino && !ctx.replay) {
             return Status(Code::kInval, "replay_ino is for replayed creates only");
           }
         }

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -84,6 +85,127 @@ TEST(CreateTest, Errors) {
   req.set_mode(S_IFLNK | 0777);
   proto::EntryReply rep;
   EXPECT_EQ(Create(f.ns(), req, &rep).code(), Code::kNoEnt);
+}
+
+// A batch (CreateRequest.more): each create checked and answered alone, in one commit.
+TEST(CreateTest, ABatchCreatesEachNameAlone) {
+  MdsFixture f;
+  f.AddOsts(2);
+  auto dir = f.Mkdir(kRootIno, "d", 0755);
+  const uint64_t d = dir.attr().ino();
+  f.Mkfile(d, "taken");
+  proto::CreateRequest req;
+  *req.mutable_cred() = Root();
+  req.set_parent(d);
+  req.set_name("a");
+  req.set_mode(S_IFREG | 0640);
+  auto add = [&](const std::string& name, uint32_t mode) {
+    proto::CreateRequest* item = req.add_more();
+    item->set_name(name);
+    item->set_mode(mode);
+    return item;
+  };
+  add("b", S_IFREG | 0600)->set_umask(022);
+  add("taken", S_IFREG | 0644);  // exists already
+  add("a", S_IFREG | 0644);      // twice in the batch
+  add("", S_IFREG | 0644);       // a bad name
+  add("sub", S_IFDIR | 0750);
+  add("l", S_IFLNK | 0777)->set_symlink_target("a");
+  proto::CreateRequest* other = add("c", S_IFREG | 0644);
+  other->set_parent(999);  // an item's own parent and credentials do not count
+  other->mutable_cred()->set_uid(4242);
+  proto::EntryReply rep;
+  ASSERT_TRUE(Create(f.ns(), req, &rep).ok());
+  using C = Code;
+  const std::vector<C> want = {C::kOk,    C::kOk, C::kExist, C::kExist,
+                               C::kInval, C::kOk, C::kOk,    C::kOk};
+  ASSERT_EQ(rep.codes_size(), static_cast<int>(want.size()));
+  ASSERT_EQ(rep.more_size(), static_cast<int>(want.size()) - 1);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(static_cast<C>(rep.codes(i)), want[i]) << i;
+  // Each reply is its create's, with distinct inodes, and each name leads to it.
+  const std::vector<std::pair<std::string, const proto::EntryReply*>> made = {{"a", &rep},
+                                                                              {"b", &rep.more(0)},
+                                                                              {"sub", &rep.more(4)},
+                                                                              {"l", &rep.more(5)},
+                                                                              {"c", &rep.more(6)}};
+  std::set<uint64_t> inos;
+  for (const auto& [name, r] : made) {
+    auto looked = f.Lookup(d, name);
+    ASSERT_TRUE(looked.ok()) << name;
+    EXPECT_EQ(looked->ino(), r->attr().ino()) << name;
+    inos.insert(r->attr().ino());
+  }
+  EXPECT_EQ(inos.size(), made.size());
+  EXPECT_EQ(rep.attr().mode(), static_cast<uint32_t>(S_IFREG | 0640));
+  EXPECT_EQ(rep.layout().objects_size(), 1);
+  EXPECT_EQ(rep.more(0).attr().mode(), static_cast<uint32_t>(S_IFREG | 0600));
+  EXPECT_EQ(rep.more(1).attr().ino(), 0u);  // failed: empty
+  EXPECT_TRUE(S_ISDIR(rep.more(4).attr().mode()));
+  EXPECT_EQ(rep.more(5).attr().size(), 1u);
+  EXPECT_EQ(rep.more(6).attr().uid(), 0u);
+  EXPECT_FALSE(f.Lookup(999, "c").ok());
+  // The parent after all of them: one more subdirectory.
+  EXPECT_EQ(rep.parent_attr().nlink(), 3u);
+  EXPECT_EQ(f.Getattr(d).nlink(), 3u);
+}
+
+TEST(CreateTest, ABatchThatCreatesNothingWritesNothing) {
+  MdsFixture f;
+  f.AddOsts(1);
+  f.Mkfile(kRootIno, "x");
+  proto::CreateRequest req;
+  *req.mutable_cred() = Root();
+  req.set_parent(kRootIno);
+  req.set_name("x");
+  req.set_mode(S_IFREG | 0644);
+  req.add_more()->set_name("x");
+  const uint64_t seq = f.ns().db()->GetLatestSequenceNumber();
+  proto::EntryReply rep;
+  ASSERT_TRUE(Create(f.ns(), req, &rep).ok());
+  ASSERT_EQ(rep.codes_size(), 2);
+  EXPECT_EQ(static_cast<Code>(rep.codes(0)), Code::kExist);
+  EXPECT_EQ(static_cast<Code>(rep.codes(1)), Code::kExist);
+  EXPECT_EQ(f.ns().db()->GetLatestSequenceNumber(), seq);
+  // The parent's own check fails the whole batch.
+  req.set_parent(999);
+  EXPECT_EQ(Create(f.ns(), req, &rep).code(), Code::kNoEnt);
+  req.set_parent(kRootIno);
+  EXPECT_EQ(f.Create(kRootIno, "y", S_IFREG | 0644, User(1000, 1000)).code(), Code::kAccess);
+  *req.mutable_cred() = User(1000, 1000);
+  req.set_name("y");
+  EXPECT_EQ(Create(f.ns(), req, &rep).code(), Code::kAccess);
+}
+
+TEST(CreateTest, ABatchCannotOpenAndHasABound) {
+  MdsFixture f;
+  f.AddOsts(1);
+  proto::CreateRequest req;
+  *req.mutable_cred() = Root();
+  req.set_parent(kRootIno);
+  req.set_name("a");
+  req.set_mode(S_IFREG | 0644);
+  req.add_more()->set_name("b");
+  req.mutable_more(0)->set_mode(S_IFREG | 0644);
+  req.mutable_more(0)->set_open(true);
+  proto::EntryReply rep;
+  EXPECT_EQ(Create(f.ns(), req, &rep).code(), Code::kInval);
+  req.mutable_more(0)->set_open(false);
+  req.set_open(true);
+  EXPECT_EQ(Create(f.ns(), req, &rep).code(), Code::kInval);
+  req.set_open(false);
+  for (int i = 1; i < kMaxCreateBatch; ++i) {
+    proto::CreateRequest* item = req.add_more();
+    item->set_name("n" + std::to_string(i));
+    item->set_mode(S_IFREG | 0644);
+  }
+  EXPECT_EQ(Create(f.ns(), req, &rep).code(), Code::kInval);
+  EXPECT_FALSE(f.Lookup(kRootIno, "a").ok());
+  req.mutable_more()->RemoveLast();  // kMaxCreateBatch in all
+  rep.Clear();
+  ASSERT_TRUE(Create(f.ns(), req, &rep).ok());
+  EXPECT_EQ(rep.codes_size(), kMaxCreateBatch);
+  EXPECT_TRUE(f.Lookup(kRootIno, "n126").ok());
+  EXPECT_FALSE(f.Lookup(kRootIno, "n127").ok());
 }
 
 TEST(CreateTest, NoOstsIsNoSpaceForFilesOnly) {

@@ -20,6 +20,10 @@ namespace stria::mds {
 Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply* rep);
 Status Getattr(Namespace& ns, const proto::GetattrRequest& req, proto::AttrReply* rep);
 Status Setattr(Namespace& ns, const proto::SetattrRequest& req, proto::AttrReply* rep);
+// OP_MDS_CREATE. A batch (more, without open): each create alone in one transaction, its
+// result in rep->codes and its reply in rep->more; EINVAL for more than kMaxCreateBatch
+// creates in all.
+inline constexpr int kMaxCreateBatch = 128;
 Status Create(Namespace& ns, const proto::CreateRequest& req, proto::EntryReply* rep);
 // OP_MDS_UNLINK: unlink, or rmdir with is_dir. A batch (more_names, files only): each name
 // unlinked alone in one transaction, its result in rep->codes; EINVAL for more than

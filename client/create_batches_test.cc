@@ -1,0 +1,285 @@
+// CreateBatches (client/create_batches.h) against stand-in MDSes: real RpcServers that a real
+// Client connects to, which hold requests back to make creates wait, and answer batches as
+// this MDS does (codes and one reply per create) or as an MDS from before batches does (the
+// first create alone). The MDS's own batches are covered by mds/ops_test.cc, and their
+// replay after a power loss by tests/fault_power_loss_test.cc.
+#include "client/create_batches.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/client.h"
+#include "client/metadata.h"
+#include "lnet/rpc_server.h"
+#include "proto/stria.pb.h"
+
+namespace stria::client {
+namespace {
+
+constexpr uint64_t kParent = 7;
+
+// The inode a stand-in gives name "fN": 1000 + N. Names starting with 'x' exist already.
+uint64_t InoOf(const std::string& name) { return 1000 + std::stoull(name.substr(1)); }
+
+class StandInMds {
+ public:
+  // batches: answer `more` as this MDS does; else as one from before batches (ignored).
+  // hold: the first this many requests wait for Release().
+  StandInMds(bool batches, int hold) : batches_(batches), hold_(hold) {
+    lnet::ServerOptions so;
+    so.name = "stand-in-mds";
+    so.fsname = "testfs";
+    so.worker_threads = 4;
+    server_ = std::make_unique<lnet::RpcServer>(so);
+    server_->Register<proto::GetConfigRequest, proto::FsConfig>(
+        proto::OP_MGS_GET_CONFIG,
+        [](lnet::RpcContext&, const proto::GetConfigRequest&, proto::FsConfig* rep) {
+          rep->set_fsname("testfs");
+          return Status::Ok();
+        });
+    server_->Register<proto::CreateRequest, proto::EntryReply>(
+        proto::OP_MDS_CREATE,
+        [this](lnet::RpcContext&, const proto::CreateRequest& req, proto::EntryReply* rep) {
+          std::unique_lock lock(mu_);
+          seen_.push_back(req);
+          cv_.notify_all();
+          if (static_cast<int>(seen_.size()) <= hold_) cv_.wait(lock, [&] { return released_; });
+          if (req.parent() != kParent) return Status(Code::kNoEnt, "no such directory");
+          auto one = [](const proto::CreateRequest& c, proto::EntryReply* r) {
+            if (c.name()[0] == 'x') return Code::kExist;
+            r->mutable_attr()->set_ino(InoOf(c.name()));
+            r->mutable_attr()->set_mode(c.mode());
+            return Code::kOk;
+          };
+          if (!batches_ || req.more_size() == 0) {
+            const Code c = one(req, rep);
+            return c == Code::kOk ? Status::Ok() : Status(c, "exists");
+          }
+          rep->add_codes(static_cast<int32_t>(one(req, rep)));
+          for (const proto::CreateRequest& item : req.more()) {
+            EXPECT_FALSE(item.has_cred()) << "an item's credentials are the batch's";
+            rep->add_codes(static_cast<int32_t>(one(item, rep->add_more())));
+          }
+          rep->mutable_parent_attr()->set_ino(kParent);
+          return Status::Ok();
+        });
+    Status st = server_->Start(lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", 0});
+    EXPECT_TRUE(st.ok()) << st.ToString();
+  }
+  ~StandInMds() {
+    Release();
+    server_->Stop();
+  }
+
+  std::unique_ptr<Client> Connect() {
+    ClientConfig c;
+    c.mgs_nids = {lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", server_->port()}};
+    c.fsname = "testfs";
+    c.rpc.retry_deadline_ms = 5000;
+    auto client = Client::Connect(std::move(c));
+    EXPECT_TRUE(client.ok()) << client.status().ToString();
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+  void WaitSeen(size_t n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return seen_.size() >= n; });
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+  std::vector<proto::CreateRequest> seen() {
+    std::lock_guard lock(mu_);
+    return seen_;
+  }
+
+ private:
+  const bool batches_;
+  const int hold_;
+  std::unique_ptr<lnet::RpcServer> server_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+  std::vector<proto::CreateRequest> seen_;
+};
+
+proto::Credentials Root() {
+  proto::Credentials c;
+  c.set_uid(0);
+  c.set_gid(0);
+  return c;
+}
+
+// Creates `names` in kParent, each from its own thread, once the first kMaxInFlight are at
+// the stand-in and the rest wait; returns each one's result.
+std::vector<Result<proto::EntryReply>> CreateAtOnce(StandInMds& mds, Client* client,
+                                                    const std::vector<std::string>& names,
+                                                    uint64_t parent = kParent) {
+  std::vector<Result<proto::EntryReply>> results(names.size(), Status(Code::kInternal, ""));
+  std::vector<std::thread> threads;
+  auto create = [&](size_t i) {
+    Metadata::CreateArgs args;
+    args.parent = parent;
+    args.name = names[i];
+    args.mode = S_IFREG | 0644;
+    results[i] = Metadata(client).Create(Root(), args);
+  };
+  const size_t first = CreateBatches::kMaxInFlight;
+  for (size_t i = 0; i < first; ++i) threads.emplace_back(create, i);
+  mds.WaitSeen(first);
+  for (size_t i = first; i < names.size(); ++i) threads.emplace_back(create, i);
+  // Every later create waits for a request of the directory to come back.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (client->create_batches().counters().waiting < names.size() - first &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  EXPECT_EQ(client->create_batches().counters().waiting, names.size() - first);
+  mds.Release();
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+// After the held creates went alone, each later one of `names` was the own create of exactly one
+// request (the first of a batch, or alone after a batch was answered for its first only),
+// and at least one of those requests carried others behind it.
+void ExpectEachSentOnceAsItsOwn(const std::vector<proto::CreateRequest>& seen,
+                                const std::vector<std::string>& names) {
+  constexpr size_t kHeld = CreateBatches::kMaxInFlight;
+  const std::multiset<std::string> later(names.begin() + kHeld, names.end());
+  ASSERT_GE(seen.size(), kHeld);
+  for (size_t i = 0; i < kHeld; ++i) EXPECT_EQ(seen[i].more_size(), 0);
+  std::multiset<std::string> own;
+  int largest = 0;
+  for (size_t i = kHeld; i < seen.size(); ++i) {
+    own.insert(seen[i].name());
+    largest = std::max(largest, seen[i].more_size());
+  }
+  EXPECT_EQ(own, later);
+  EXPECT_GE(largest, 1);
+}
+
+TEST(CreateBatchesTest, CreatesThatWaitGoAsOneBatchAndEachGetsItsOwnAnswer) {
+  StandInMds mds(/*batches=*/true, /*hold=*/CreateBatches::kMaxInFlight);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  const std::vector<std::string> names = {"f1", "f2", "f3", "x4", "f5", "f6", "x7", "f8"};
+  auto results = CreateAtOnce(mds, client.get(), names);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i][0] == 'x') {
+      EXPECT_EQ(results[i].status().code(), Code::kExist) << names[i];
+      continue;
+    }
+    ASSERT_TRUE(results[i].ok()) << names[i] << ": " << results[i].status().ToString();
+    EXPECT_EQ(results[i]->attr().ino(), InoOf(names[i])) << names[i];
+    EXPECT_EQ(results[i]->codes_size(), 0);
+    EXPECT_EQ(results[i]->more_size(), 0);
+  }
+  // The held creates went alone. The others waited, and went in the slots the held ones
+  // freed: as many batches as slots at most (fewer when a slot's leader took the whole
+  // queue before the next slot came free).
+  constexpr size_t kHeld = CreateBatches::kMaxInFlight;
+  const std::vector<proto::CreateRequest> seen = mds.seen();
+  ASSERT_GE(seen.size(), kHeld + 1);
+  ASSERT_LE(seen.size(), 2 * kHeld);
+  for (size_t i = 0; i < kHeld; ++i) EXPECT_EQ(seen[i].more_size(), 0);
+  size_t carried = 0, batched = 0;
+  int largest = 0;
+  for (size_t i = kHeld; i < seen.size(); ++i) {
+    carried += 1 + seen[i].more_size();
+    if (seen[i].more_size() > 0) batched += 1 + seen[i].more_size();
+    largest = std::max(largest, seen[i].more_size());
+  }
+  EXPECT_EQ(carried, names.size() - kHeld);
+  EXPECT_GE(largest, 2);
+  const CreateBatches::Counters c = client->create_batches().counters();
+  EXPECT_EQ(c.requests, seen.size());
+  EXPECT_EQ(c.batched, batched);
+  EXPECT_EQ(c.waiting, 0u);
+}
+
+// The creates a batch carried after its first are sent again alone when the MDS answered
+// only the first (it reads `more` as an unknown field), each exactly once.
+TEST(CreateBatchesTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
+  StandInMds mds(/*batches=*/false, /*hold=*/CreateBatches::kMaxInFlight);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  const std::vector<std::string> names = {"f1", "f2", "f3", "x4", "f5"};
+  auto results = CreateAtOnce(mds, client.get(), names);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i][0] == 'x') {
+      EXPECT_EQ(results[i].status().code(), Code::kExist) << names[i];
+    } else {
+      ASSERT_TRUE(results[i].ok()) << names[i] << ": " << results[i].status().ToString();
+      EXPECT_EQ(results[i]->attr().ino(), InoOf(names[i])) << names[i];
+    }
+  }
+  ExpectEachSentOnceAsItsOwn(mds.seen(), names);
+}
+
+// A batch the MDS refuses as a whole (its parent's check) cannot be told from its first
+// create's own error, as an MDS from before batches answers: the others are asked alone,
+// and each gets the error.
+TEST(CreateBatchesTest, ABatchRefusedAsAWholeIsAskedCreateByCreate) {
+  StandInMds mds(/*batches=*/true, /*hold=*/CreateBatches::kMaxInFlight);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  const std::vector<std::string> names = {"f1", "f2", "f3", "f4", "f5"};
+  auto results = CreateAtOnce(mds, client.get(), names, kParent + 1);
+  for (size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(results[i].status().code(), Code::kNoEnt) << names[i];
+  }
+  ExpectEachSentOnceAsItsOwn(mds.seen(), names);
+}
+
+// A kept batch replays only what it created, each under the inode and layout it got.
+TEST(CreateBatchesTest, AReplayedBatchCarriesOnlyWhatItCreated) {
+  proto::CreateRequest req;
+  *req.mutable_cred() = Root();
+  req.set_parent(kParent);
+  req.set_name("a");
+  for (const char* n : {"b", "c", "d"}) req.add_more()->set_name(n);
+  proto::EntryReply rep;
+  auto ok = [](proto::EntryReply* r, uint64_t ino) {
+    r->mutable_attr()->set_ino(ino);
+    r->mutable_layout()->add_objects()->set_object_id(ino * 10);
+  };
+  // a and c failed (never replayed: they must not succeed then); b and d were created.
+  for (Code code : {Code::kExist, Code::kOk, Code::kExist, Code::kOk}) {
+    rep.add_codes(static_cast<int32_t>(code));
+  }
+  for (int i = 0; i < 3; ++i) rep.add_more();
+  ok(rep.mutable_more(0), 21);
+  ok(rep.mutable_more(2), 23);
+  proto::CreateRequest patched = req;
+  PatchCreateBatchReplay(&patched, rep);
+  EXPECT_EQ(patched.name(), "b");
+  EXPECT_EQ(patched.parent(), kParent);
+  EXPECT_TRUE(patched.has_cred());
+  EXPECT_EQ(patched.replay_ino(), 21u);
+  EXPECT_EQ(patched.replay_layout().objects(0).object_id(), 210u);
+  ASSERT_EQ(patched.more_size(), 1);
+  EXPECT_EQ(patched.more(0).name(), "d");
+  EXPECT_EQ(patched.more(0).replay_ino(), 23u);
+  EXPECT_EQ(patched.more(0).replay_layout().objects(0).object_id(), 230u);
+  EXPECT_FALSE(patched.more(0).has_cred());
+  // A reply that does not answer the request leaves it as it was.
+  rep.mutable_more()->RemoveLast();
+  patched = req;
+  PatchCreateBatchReplay(&patched, rep);
+  EXPECT_EQ(patched.SerializeAsString(), req.SerializeAsString());
+}
+
+}  // namespace
+}  // namespace stria::client
