@@ -72,14 +72,7 @@ void PatchReplay(uint16_t opcode, std::string* request, std::string_view reply) 
       !rep.ParseFromArray(reply.data(), static_cast<int>(reply.size()))) {
     return;
   }
-  if (req.more_size() == 0) {
-    req.set_replay_ino(rep.attr().ino());
-    if (rep.has_layout()) *req.mutable_replay_layout() = rep.layout();
-    req.set_open(false);
-    req.SerializeToString(request);
-    return;
-  }
-  PatchCreateBatchReplay(&req, rep);
+  PatchCreateReplay(&req, rep);
   req.SerializeToString(request);
 }
 

@@ -11,20 +11,14 @@ namespace stria::client {
 
 namespace {
 
-// Creates batch together only with the same directory and credentials (the batch's own).
+// Creates batch together only with the same directory and credentials (the batch's own);
+// the caller's pid is not part of them (the MDS uses none for a create), its jobid is.
 std::string KeyOf(const proto::CreateRequest& req) {
-  std::string key = std::to_string(req.parent()) + ':';
   const proto::Credentials& c = req.cred();
-  key += std::to_string(c.uid()) + ':' + std::to_string(c.gid());
+  std::string key =
+      std::to_string(req.parent()) + ':' + std::to_string(c.uid()) + ':' + std::to_string(c.gid());
   for (uint32_t g : c.groups()) key += ',' + std::to_string(g);
-  // Anything else the credentials carry, byte for byte.
-  std::string rest;
-  proto::Credentials copy = c;
-  copy.clear_uid();
-  copy.clear_gid();
-  copy.clear_groups();
-  copy.SerializeToString(&rest);
-  return key + '|' + rest;
+  return key + '|' + c.jobid();
 }
 
 Status ZeroInode() { return Status(Code::kProtocol, "MDS create returned inode 0"); }
@@ -53,25 +47,32 @@ void CreateBatches::Send(const std::vector<std::shared_ptr<Waiter>>& batch) {
   proto::EntryReply rep;
   Status st = client_->MdsCall(proto::OP_MDS_CREATE, req, &rep);
   const auto code = static_cast<int32_t>(st.code());
-  if (!st.ok() && (code <= 0 || code >= 1000)) {
+  const bool batches_known = mds_answers_batches_.load(std::memory_order_relaxed);
+  if (!st.ok() && (code <= 0 || code >= 1000 || batches_known)) {
     // The transport's error: nothing is known of any create (each may be done), as for a
-    // single create.
+    // single create. Or an MDS that answers batches refused this one as a whole: its
+    // parent's check failed, as it would for each create alone, and nothing was done.
     for (const auto& w : batch) w->result = st;
     return;
   }
   if (!st.ok() || rep.codes_size() == 0) {
-    // An MDS from before batches read the first create alone: it made it (no codes) or
-    // answered why not. (This MDS fails a whole batch only when the parent's check fails;
-    // then each create alone fails the same way, and nothing was done.) The others go one
-    // by one.
+    // An MDS from before batches (or one not yet seen answering a batch) read the first
+    // create alone: it made it (no codes) or answered why not. The others go one by one.
     if (!st.ok()) {
       batch.front()->result = st;
     } else {
       batch.front()->result = rep.attr().ino() != 0 ? Result<proto::EntryReply>(rep) : ZeroInode();
     }
-    for (size_t i = 1; i < batch.size(); ++i) batch[i]->result = SendOne(*batch[i]->req);
+    for (size_t i = 1; i < batch.size(); ++i) {
+      {
+        std::lock_guard lock(mu_);
+        ++counters_.requests;
+      }
+      batch[i]->result = SendOne(*batch[i]->req);
+    }
     return;
   }
+  mds_answers_batches_.store(true, std::memory_order_relaxed);
   if (rep.codes_size() != static_cast<int>(batch.size()) ||
       rep.more_size() != static_cast<int>(batch.size()) - 1) {
     const Status bad(Code::kProtocol,
@@ -137,7 +138,11 @@ Result<proto::EntryReply> CreateBatches::Create(const proto::CreateRequest& req)
   ++counters_.requests;
   if (batch.size() > 1) counters_.batched += batch.size();
   lock.unlock();
-  Send(batch);
+  try {
+    Send(batch);
+  } catch (...) {  // bad_alloc: the queue must not stay blocked behind this request
+    for (const auto& w : batch) w->result = Status(Code::kNoMem, "create batch: out of memory");
+  }
   lock.lock();
   for (const auto& w : batch) w->done = true;
   std::shared_ptr<Waiter> next = Returned(key);
@@ -148,7 +153,18 @@ Result<proto::EntryReply> CreateBatches::Create(const proto::CreateRequest& req)
   return std::move(me->result);
 }
 
-void PatchCreateBatchReplay(proto::CreateRequest* req, const proto::EntryReply& rep) {
+void PatchCreateReplay(proto::CreateRequest* req, const proto::EntryReply& rep) {
+  if (req->more_size() > 0 && rep.codes_size() == 0) {
+    // A batch that an MDS from before batches read as its first create alone (the others
+    // were sent again one by one): replayed as that create.
+    req->clear_more();
+  }
+  if (req->more_size() == 0) {
+    req->set_replay_ino(rep.attr().ino());
+    if (rep.has_layout()) *req->mutable_replay_layout() = rep.layout();
+    req->set_open(false);
+    return;
+  }
   if (rep.codes_size() != 1 + req->more_size() || rep.more_size() != req->more_size()) return;
   proto::CreateRequest out;
   *out.mutable_cred() = req->cred();

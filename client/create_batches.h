@@ -10,17 +10,19 @@
 // wake-ups, lock hand-offs and WAL writes of 16 single creates (docs/performance.md).
 //
 // An MDS from before batches reads a batch as its first create, and answers it alone: the
-// others are then sent one by one. So are they after a batch this MDS refuses as a whole
-// (the parent's check: EACCES, ENOENT, ENOTDIR), which cannot be told apart from the first
-// create's own error. A transport error is each create's answer.
+// others are then sent one by one. An MDS seen answering a batch refuses one as a whole
+// only when the parent's check fails (EACCES, ENOENT, ENOTDIR): that error is then each
+// create's answer (before such a reply is seen, the error could be the first create's own,
+// and the others go one by one). A transport error is each create's answer.
 //
 // Replays: a batch answered before its commit is kept as one request, and replayed with
 // the creates that succeeded, each under the inode number and layout it got
-// (PatchCreateBatchReplay below).
+// (PatchCreateReplay below).
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -87,13 +89,18 @@ class CreateBatches {
   mutable std::mutex mu_;
   std::map<std::string, Queue> queues_;  // GUARDED_BY(mu_), by directory and credentials
   Counters counters_;                    // GUARDED_BY(mu_)
+  // The MDS has answered a batch with codes: it knows batches.
+  std::atomic<bool> mds_answers_batches_{false};
 };
 
-// What a kept batch says when replayed (client/client.cc PatchReplay): only the creates
-// that succeeded, each under the inode number and layout its reply gave (one that failed
-// must not succeed in the replay), the first of them in the request's own fields. A batch
-// in which none succeeded wrote nothing and is never kept. Leaves `req` as it is when `rep`
-// does not answer it.
-void PatchCreateBatchReplay(proto::CreateRequest* req, const proto::EntryReply& rep);
+// What a kept create says when replayed (client/client.cc PatchReplay), patched from its
+// reply: the inode number and layout it got (so the kernel's inode and any objects written
+// under that layout stay valid), and not `open` (the handle comes back by OP_MDS_REOPEN).
+// A batch: only the creates that succeeded (one that failed must not succeed in the
+// replay), each so, the first of them in the request's own fields; a batch in which none
+// succeeded wrote nothing and is never kept. A batch answered without codes, by an MDS
+// from before batches, was its first create alone. Leaves a batch as it is when `rep` does
+// not answer it.
+void PatchCreateReplay(proto::CreateRequest* req, const proto::EntryReply& rep);
 
 }  // namespace stria::client

@@ -34,8 +34,7 @@ uint64_t InoOf(const std::string& name) { return 1000 + std::stoull(name.substr(
 class StandInMds {
  public:
   // batches: answer `more` as this MDS does; else as one from before batches (ignored).
-  // hold: the first this many requests wait for Release().
-  StandInMds(bool batches, int hold) : batches_(batches), hold_(hold) {
+  explicit StandInMds(bool batches) : batches_(batches) {
     lnet::ServerOptions so;
     so.name = "stand-in-mds";
     so.fsname = "testfs";
@@ -53,7 +52,7 @@ class StandInMds {
           std::unique_lock lock(mu_);
           seen_.push_back(req);
           cv_.notify_all();
-          if (static_cast<int>(seen_.size()) <= hold_) cv_.wait(lock, [&] { return released_; });
+          if (seen_.size() <= hold_until_) cv_.wait(lock, [&] { return released_; });
           if (req.parent() != kParent) return Status(Code::kNoEnt, "no such directory");
           auto one = [](const proto::CreateRequest& c, proto::EntryReply* r) {
             if (c.name()[0] == 'x') return Code::kExist;
@@ -90,6 +89,13 @@ class StandInMds {
     EXPECT_TRUE(client.ok()) << client.status().ToString();
     return client.ok() ? std::move(*client) : nullptr;
   }
+  // The next n requests wait for Release(); returns how many came before them.
+  size_t Hold(size_t n) {
+    std::lock_guard lock(mu_);
+    released_ = false;
+    hold_until_ = seen_.size() + n;
+    return seen_.size();
+  }
   void WaitSeen(size_t n) {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [&] { return seen_.size() >= n; });
@@ -106,7 +112,7 @@ class StandInMds {
 
  private:
   const bool batches_;
-  const int hold_;
+  size_t hold_until_ = 0;  // requests up to this many in all wait for Release()
   std::unique_ptr<lnet::RpcServer> server_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -136,8 +142,9 @@ std::vector<Result<proto::EntryReply>> CreateAtOnce(StandInMds& mds, Client* cli
     results[i] = Metadata(client).Create(Root(), args);
   };
   const size_t first = CreateBatches::kMaxInFlight;
+  const size_t before = mds.Hold(first);
   for (size_t i = 0; i < first; ++i) threads.emplace_back(create, i);
-  mds.WaitSeen(first);
+  mds.WaitSeen(before + first);
   for (size_t i = first; i < names.size(); ++i) threads.emplace_back(create, i);
   // Every later create waits for a request of the directory to come back.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -171,7 +178,7 @@ void ExpectEachSentOnceAsItsOwn(const std::vector<proto::CreateRequest>& seen,
 }
 
 TEST(CreateBatchesTest, CreatesThatWaitGoAsOneBatchAndEachGetsItsOwnAnswer) {
-  StandInMds mds(/*batches=*/true, /*hold=*/CreateBatches::kMaxInFlight);
+  StandInMds mds(/*batches=*/true);
   auto client = mds.Connect();
   ASSERT_NE(client, nullptr);
   const std::vector<std::string> names = {"f1", "f2", "f3", "x4", "f5", "f6", "x7", "f8"};
@@ -212,7 +219,7 @@ TEST(CreateBatchesTest, CreatesThatWaitGoAsOneBatchAndEachGetsItsOwnAnswer) {
 // The creates a batch carried after its first are sent again alone when the MDS answered
 // only the first (it reads `more` as an unknown field), each exactly once.
 TEST(CreateBatchesTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
-  StandInMds mds(/*batches=*/false, /*hold=*/CreateBatches::kMaxInFlight);
+  StandInMds mds(/*batches=*/false);
   auto client = mds.Connect();
   ASSERT_NE(client, nullptr);
   const std::vector<std::string> names = {"f1", "f2", "f3", "x4", "f5"};
@@ -232,7 +239,7 @@ TEST(CreateBatchesTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
 // create's own error, as an MDS from before batches answers: the others are asked alone,
 // and each gets the error.
 TEST(CreateBatchesTest, ABatchRefusedAsAWholeIsAskedCreateByCreate) {
-  StandInMds mds(/*batches=*/true, /*hold=*/CreateBatches::kMaxInFlight);
+  StandInMds mds(/*batches=*/true);
   auto client = mds.Connect();
   ASSERT_NE(client, nullptr);
   const std::vector<std::string> names = {"f1", "f2", "f3", "f4", "f5"};
@@ -241,6 +248,20 @@ TEST(CreateBatchesTest, ABatchRefusedAsAWholeIsAskedCreateByCreate) {
     EXPECT_EQ(results[i].status().code(), Code::kNoEnt) << names[i];
   }
   ExpectEachSentOnceAsItsOwn(mds.seen(), names);
+
+  // Once this MDS has answered a batch with codes, its refusal of a whole batch is every
+  // create's answer: none is sent again.
+  const std::vector<std::string> good = {"f11", "f12", "f13", "f14"};
+  for (const auto& r : CreateAtOnce(mds, client.get(), good)) EXPECT_TRUE(r.ok());
+  const size_t before = mds.seen().size();
+  const std::vector<std::string> more = {"f21", "f22", "f23", "f24"};
+  for (const auto& r : CreateAtOnce(mds, client.get(), more, kParent + 1)) {
+    EXPECT_EQ(r.status().code(), Code::kNoEnt);
+  }
+  size_t carried = 0;
+  const std::vector<proto::CreateRequest> seen = mds.seen();
+  for (size_t i = before; i < seen.size(); ++i) carried += 1 + seen[i].more_size();
+  EXPECT_EQ(carried, more.size());
 }
 
 // A kept batch replays only what it created, each under the inode and layout it got.
@@ -263,7 +284,7 @@ TEST(CreateBatchesTest, AReplayedBatchCarriesOnlyWhatItCreated) {
   ok(rep.mutable_more(0), 21);
   ok(rep.mutable_more(2), 23);
   proto::CreateRequest patched = req;
-  PatchCreateBatchReplay(&patched, rep);
+  PatchCreateReplay(&patched, rep);
   EXPECT_EQ(patched.name(), "b");
   EXPECT_EQ(patched.parent(), kParent);
   EXPECT_TRUE(patched.has_cred());
@@ -277,8 +298,28 @@ TEST(CreateBatchesTest, AReplayedBatchCarriesOnlyWhatItCreated) {
   // A reply that does not answer the request leaves it as it was.
   rep.mutable_more()->RemoveLast();
   patched = req;
-  PatchCreateBatchReplay(&patched, rep);
+  PatchCreateReplay(&patched, rep);
   EXPECT_EQ(patched.SerializeAsString(), req.SerializeAsString());
+}
+
+// An MDS from before batches made the batch's first create alone (no codes): the batch is
+// replayed as that create, under its inode and layout (the others went alone, and replay
+// as such).
+TEST(CreateBatchesTest, ABatchAnsweredWithoutCodesReplaysAsItsFirstCreate) {
+  proto::CreateRequest req;
+  *req.mutable_cred() = Root();
+  req.set_parent(kParent);
+  req.set_name("a");
+  for (const char* n : {"b", "c"}) req.add_more()->set_name(n);
+  proto::EntryReply rep;
+  rep.mutable_attr()->set_ino(31);
+  rep.mutable_layout()->add_objects()->set_object_id(310);
+  PatchCreateReplay(&req, rep);
+  EXPECT_EQ(req.name(), "a");
+  EXPECT_EQ(req.more_size(), 0);
+  EXPECT_EQ(req.replay_ino(), 31u);
+  EXPECT_EQ(req.replay_layout().objects(0).object_id(), 310u);
+  EXPECT_EQ(req.parent(), kParent);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <string_view>
 #include <unordered_set>
 
+#include "common/log.h"
 #include "mds/internal/layout_alloc.h"
 #include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
@@ -179,6 +180,11 @@ Status CreateBatch(Namespace& ns, const proto::CreateRequest& req, proto::EntryR
       any = true;
     } else {
       item_rep->Clear();
+      // The batch itself succeeds: the client logs no refusal for this one.
+      if (item.replay_ino() != 0) {
+        LOG_ERROR("replayed create of '{}' (inode {}) in a batch refused: {}", item.name(),
+                  item.replay_ino(), st.ToString());
+      }
     }
     rep->add_codes(static_cast<int32_t>(st.code()));
   };
