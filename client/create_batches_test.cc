@@ -20,6 +20,7 @@
 
 #include "client/client.h"
 #include "client/metadata.h"
+#include "client/testing/stand_in_mgs.h"
 #include "lnet/rpc_server.h"
 #include "proto/stria.pb.h"
 
@@ -35,18 +36,7 @@ class StandInMds {
  public:
   // batches: answer `more` as this MDS does; else as one from before batches (ignored).
   explicit StandInMds(bool batches) : batches_(batches) {
-    lnet::ServerOptions so;
-    so.name = "stand-in-mds";
-    so.fsname = "testfs";
-    so.worker_threads = 4;
-    server_ = std::make_unique<lnet::RpcServer>(so);
-    server_->Register<proto::GetConfigRequest, proto::FsConfig>(
-        proto::OP_MGS_GET_CONFIG,
-        [](lnet::RpcContext&, const proto::GetConfigRequest&, proto::FsConfig* rep) {
-          rep->set_fsname("testfs");
-          return Status::Ok();
-        });
-    server_->Register<proto::CreateRequest, proto::EntryReply>(
+    mgs_.server().Register<proto::CreateRequest, proto::EntryReply>(
         proto::OP_MDS_CREATE,
         [this](lnet::RpcContext&, const proto::CreateRequest& req, proto::EntryReply* rep) {
           std::unique_lock lock(mu_);
@@ -72,23 +62,11 @@ class StandInMds {
           rep->mutable_parent_attr()->set_ino(kParent);
           return Status::Ok();
         });
-    Status st = server_->Start(lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", 0});
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    mgs_.Start();
   }
-  ~StandInMds() {
-    Release();
-    server_->Stop();
-  }
+  ~StandInMds() { Release(); }  // held handlers return before mgs_ stops
 
-  std::unique_ptr<Client> Connect() {
-    ClientConfig c;
-    c.mgs_nids = {lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", server_->port()}};
-    c.fsname = "testfs";
-    c.rpc.retry_deadline_ms = 5000;
-    auto client = Client::Connect(std::move(c));
-    EXPECT_TRUE(client.ok()) << client.status().ToString();
-    return client.ok() ? std::move(*client) : nullptr;
-  }
+  std::unique_ptr<Client> Connect() { return mgs_.Connect(/*retry_deadline_ms=*/5000); }
   // The next n requests wait for Release(); returns how many came before them.
   size_t Hold(size_t n) {
     std::lock_guard lock(mu_);
@@ -113,11 +91,11 @@ class StandInMds {
  private:
   const bool batches_;
   size_t hold_until_ = 0;  // requests up to this many in all wait for Release()
-  std::unique_ptr<lnet::RpcServer> server_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool released_ = false;
   std::vector<proto::CreateRequest> seen_;
+  testing::StandInMgs mgs_{/*worker_threads=*/4};  // last: stopped before the rest goes
 };
 
 proto::Credentials Root() {

@@ -11,6 +11,7 @@
 
 #include "client/client.h"
 #include "client/metadata.h"
+#include "client/testing/stand_in_mgs.h"
 #include "lnet/rpc_server.h"
 #include "proto/stria.pb.h"
 
@@ -25,18 +26,7 @@ class StandInMds {
   // every batch (a transport error, kShutdown, retried until the deadline); else it answers
   // every request that carries more_names with that many codes, all 0.
   explicit StandInMds(int codes_per_batch) : codes_per_batch_(codes_per_batch) {
-    lnet::ServerOptions so;
-    so.name = "stand-in-mds";
-    so.fsname = "testfs";
-    so.worker_threads = 2;
-    server_ = std::make_unique<lnet::RpcServer>(so);
-    server_->Register<proto::GetConfigRequest, proto::FsConfig>(
-        proto::OP_MGS_GET_CONFIG,
-        [](lnet::RpcContext&, const proto::GetConfigRequest&, proto::FsConfig* rep) {
-          rep->set_fsname("testfs");
-          return Status::Ok();
-        });
-    server_->Register<proto::UnlinkRequest, proto::UnlinkReply>(
+    mgs_.server().Register<proto::UnlinkRequest, proto::UnlinkReply>(
         proto::OP_MDS_UNLINK,
         [this](lnet::RpcContext&, const proto::UnlinkRequest& req, proto::UnlinkReply* rep) {
           std::lock_guard lock(mu_);
@@ -55,20 +45,10 @@ class StandInMds {
           rep->mutable_parent_attr()->set_nlink(2 + seen_.size());  // marks the latest reply
           return Status::Ok();
         });
-    Status st = server_->Start(lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", 0});
-    EXPECT_TRUE(st.ok()) << st.ToString();
+    mgs_.Start();
   }
-  ~StandInMds() { server_->Stop(); }
 
-  std::unique_ptr<Client> Connect() {
-    ClientConfig c;
-    c.mgs_nids = {lnet::Nid{lnet::Lnd::kTcp, "127.0.0.1", server_->port()}};
-    c.fsname = "testfs";
-    c.rpc.retry_deadline_ms = 1000;
-    auto client = Client::Connect(std::move(c));
-    EXPECT_TRUE(client.ok()) << client.status().ToString();
-    return client.ok() ? std::move(*client) : nullptr;
-  }
+  std::unique_ptr<Client> Connect() { return mgs_.Connect(/*retry_deadline_ms=*/1000); }
 
   std::vector<proto::UnlinkRequest> seen() {
     std::lock_guard lock(mu_);
@@ -77,9 +57,9 @@ class StandInMds {
 
  private:
   const int codes_per_batch_;
-  std::unique_ptr<lnet::RpcServer> server_;
   std::mutex mu_;
   std::vector<proto::UnlinkRequest> seen_;
+  testing::StandInMgs mgs_{/*worker_threads=*/2};  // last: stopped before the rest goes
 };
 
 proto::Credentials Root() {
