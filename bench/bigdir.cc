@@ -7,8 +7,9 @@
 // libstria (MDS creates, as many clients would), then, through the mount MNT: lists DIR with
 // readdir(3) while T more threads keep creating in it, checking that every file that existed
 // before the listing appears exactly once and nothing else appears twice; and stats 20,000
-// random names. Prints one line per phase and "RESULT create=<ops/s> readdir=<entries/s>
-// stat=<ops/s>". Exit status 1 on any failure or inconsistency. The directory is left in
+// random names. The create line also says how many MDS requests carried the creates (the
+// threads' creates go in batches, client/create_batches.h). Prints one line per phase and
+// "RESULT create=<ops/s> readdir=<entries/s> stat=<ops/s>". Exit status 1 on any failure or inconsistency. The directory is left in
 // place (remove it with `rm -r`, or wipe the test cluster).
 #include <dirent.h>
 #include <sys/stat.h>
