@@ -32,10 +32,17 @@ constexpr uint64_t kParent = 7;
 // The inode a stand-in gives name "fN": 1000 + N. Names starting with 'x' exist already.
 uint64_t InoOf(const std::string& name) { return 1000 + std::stoull(name.substr(1)); }
 
+// How a stand-in answers a request that carries `more`.
+enum class Batches {
+  kAnswered,   // as this MDS: codes and one reply per create
+  kIgnored,    // as an MDS from before batches: the first create alone
+  kShutdown,   // it is stopping for every batch: a transport error (retried to the deadline)
+  kWrongCount  // broken: one code fewer than creates
+};
+
 class StandInMds {
  public:
-  // batches: answer `more` as this MDS does; else as one from before batches (ignored).
-  explicit StandInMds(bool batches) : batches_(batches) {
+  explicit StandInMds(Batches batches) : batches_(batches) {
     mgs_.server().Register<proto::CreateRequest, proto::EntryReply>(
         proto::OP_MDS_CREATE,
         [this](lnet::RpcContext&, const proto::CreateRequest& req, proto::EntryReply* rep) {
@@ -50,15 +57,17 @@ class StandInMds {
             r->mutable_attr()->set_mode(c.mode());
             return Code::kOk;
           };
-          if (!batches_ || req.more_size() == 0) {
+          if (batches_ == Batches::kIgnored || req.more_size() == 0) {
             const Code c = one(req, rep);
             return c == Code::kOk ? Status::Ok() : Status(c, "exists");
           }
+          if (batches_ == Batches::kShutdown) return Status(Code::kShutdown, "stopping");
           rep->add_codes(static_cast<int32_t>(one(req, rep)));
           for (const proto::CreateRequest& item : req.more()) {
             EXPECT_FALSE(item.has_cred()) << "an item's credentials are the batch's";
             rep->add_codes(static_cast<int32_t>(one(item, rep->add_more())));
           }
+          if (batches_ == Batches::kWrongCount) rep->mutable_codes()->RemoveLast();
           rep->mutable_parent_attr()->set_ino(kParent);
           return Status::Ok();
         });
@@ -66,7 +75,9 @@ class StandInMds {
   }
   ~StandInMds() { Release(); }  // held handlers return before mgs_ stops
 
-  std::unique_ptr<Client> Connect() { return mgs_.Connect(/*retry_deadline_ms=*/5000); }
+  std::unique_ptr<Client> Connect(int retry_deadline_ms = 5000) {
+    return mgs_.Connect(retry_deadline_ms);
+  }
   // The next n requests wait for Release(); returns how many came before them.
   size_t Hold(size_t n) {
     std::lock_guard lock(mu_);
@@ -89,7 +100,7 @@ class StandInMds {
   }
 
  private:
-  const bool batches_;
+  const Batches batches_;
   size_t hold_until_ = 0;  // requests up to this many in all wait for Release()
   std::mutex mu_;
   std::condition_variable cv_;
@@ -156,7 +167,7 @@ void ExpectEachSentOnceAsItsOwn(const std::vector<proto::CreateRequest>& seen,
 }
 
 TEST(CreateBatchesTest, CreatesThatWaitGoAsOneBatchAndEachGetsItsOwnAnswer) {
-  StandInMds mds(/*batches=*/true);
+  StandInMds mds(Batches::kAnswered);
   auto client = mds.Connect();
   ASSERT_NE(client, nullptr);
   const std::vector<std::string> names = {"f1", "f2", "f3", "x4", "f5", "f6", "x7", "f8"};
@@ -197,7 +208,7 @@ TEST(CreateBatchesTest, CreatesThatWaitGoAsOneBatchAndEachGetsItsOwnAnswer) {
 // The creates a batch carried after its first are sent again alone when the MDS answered
 // only the first (it reads `more` as an unknown field), each exactly once.
 TEST(CreateBatchesTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
-  StandInMds mds(/*batches=*/false);
+  StandInMds mds(Batches::kIgnored);
   auto client = mds.Connect();
   ASSERT_NE(client, nullptr);
   const std::vector<std::string> names = {"f1", "f2", "f3", "x4", "f5"};
@@ -217,7 +228,7 @@ TEST(CreateBatchesTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
 // create's own error, as an MDS from before batches answers: the others are asked alone,
 // and each gets the error.
 TEST(CreateBatchesTest, ABatchRefusedAsAWholeIsAskedCreateByCreate) {
-  StandInMds mds(/*batches=*/true);
+  StandInMds mds(Batches::kAnswered);
   auto client = mds.Connect();
   ASSERT_NE(client, nullptr);
   const std::vector<std::string> names = {"f1", "f2", "f3", "f4", "f5"};
@@ -240,6 +251,50 @@ TEST(CreateBatchesTest, ABatchRefusedAsAWholeIsAskedCreateByCreate) {
   const std::vector<proto::CreateRequest> seen = mds.seen();
   for (size_t i = before; i < seen.size(); ++i) carried += 1 + seen[i].more_size();
   EXPECT_EQ(carried, more.size());
+}
+
+// A batch that fails in transport leaves nothing known about any create: the error is each
+// one's answer, and none is sent alone (each could have been made by the batch).
+TEST(CreateBatchesTest, ATransportErrorIsEveryCreatesAnswerAndNoneGoesAlone) {
+  StandInMds mds(Batches::kShutdown);
+  auto client = mds.Connect(/*retry_deadline_ms=*/1000);
+  ASSERT_NE(client, nullptr);
+  const std::vector<std::string> names = {"f1", "f2", "f3", "f4"};
+  auto results = CreateAtOnce(mds, client.get(), names);
+  constexpr size_t kHeld = CreateBatches::kMaxInFlight;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (i < kHeld) {
+      EXPECT_TRUE(results[i].ok()) << names[i] << ": went alone";
+    } else {
+      EXPECT_EQ(results[i].status().code(), Code::kShutdown) << names[i];
+    }
+  }
+  const std::vector<proto::CreateRequest> seen = mds.seen();
+  for (size_t i = kHeld; i < seen.size(); ++i) {
+    EXPECT_GT(seen[i].more_size(), 0) << "only batches, resent: " << seen[i].name();
+  }
+}
+
+// A reply with the wrong number of results answers no create: each gets a protocol error,
+// and none is sent again.
+TEST(CreateBatchesTest, AReplyWithTheWrongNumberOfResultsIsAProtocolError) {
+  StandInMds mds(Batches::kWrongCount);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  const std::vector<std::string> names = {"f1", "f2", "f3", "f4"};
+  auto results = CreateAtOnce(mds, client.get(), names);
+  constexpr size_t kHeld = CreateBatches::kMaxInFlight;
+  size_t failed = 0;
+  for (size_t i = kHeld; i < names.size(); ++i) {
+    if (!results[i].ok()) {
+      EXPECT_EQ(results[i].status().code(), Code::kProtocol) << names[i];
+      ++failed;
+    }
+  }
+  EXPECT_GE(failed, 2u) << "at least one batch of two or more";
+  size_t carried = 0;
+  for (const proto::CreateRequest& r : mds.seen()) carried += 1 + r.more_size();
+  EXPECT_EQ(carried, names.size()) << "nothing is sent again one by one";
 }
 
 // A kept batch replays only what it created, each under the inode and layout it got.

@@ -47,11 +47,15 @@ Status CheckReplayedLayout(Txn& txn, const proto::Layout& layout) {
   return Status::Ok();
 }
 
+// The S_IFMT bits the request asks for: a regular file when it names none.
+uint32_t TypeOf(const proto::CreateRequest& req) {
+  return (req.mode() & S_IFMT) != 0 ? req.mode() & S_IFMT : S_IFREG;
+}
+
 // The checks of `req` that need no lock: its name, type and symlink target.
 Status CheckRequest(const proto::CreateRequest& req) {
   STRIA_RETURN_IF_ERROR(ValidateName(req.name()));
-  const uint32_t type = (req.mode() & S_IFMT) != 0 ? req.mode() & S_IFMT : S_IFREG;
-  const proto::FileType ft = FileTypeOfMode(type);
+  const proto::FileType ft = FileTypeOfMode(TypeOf(req));
   if (ft == proto::FT_UNKNOWN) return Status(Code::kInval, "unknown file type in mode");
   if (req.open() && ft != proto::FT_REG) {
     return Status(Code::kInval, "create with open is for regular files");
@@ -73,7 +77,7 @@ Status CreateOne(Txn& txn, InodeRecord* parent, const proto::CreateRequest& req,
                  const proto::Credentials& cred, proto::EntryReply* rep) {
   Namespace& ns = txn.ns();
   const uint64_t parent_ino = parent->attr.ino();
-  const uint32_t type = (req.mode() & S_IFMT) != 0 ? req.mode() & S_IFMT : S_IFREG;
+  const uint32_t type = TypeOf(req);
   const proto::FileType ft = FileTypeOfMode(type);
   STRIA_ASSIGN_OR_RETURN(auto existing, ns.GetDirent(parent_ino, req.name()));
   if (existing) return Status(Code::kExist, "'" + req.name() + "' exists");
