@@ -1,6 +1,7 @@
 // bigdir: one very large directory (Lustre's "million files in one directory" check).
 //
-//   bigdir --mgs NID --mount MNT [--files N] [--threads T] [--name DIR] [--create-only]
+//   bigdir --mgs NID --mount MNT [--files N] [--threads T] [--name DIR] [--create-only
+//          [--lookups]]
 //
 // Creates DIR under the filesystem root (or uses it when it exists, e.g. made by `mkdir` and
 // given a default layout by `lfs setstripe`) and N empty files in it with T threads through
@@ -8,9 +9,9 @@
 // readdir(3) while T more threads keep creating in it, checking that every file that existed
 // before the listing appears exactly once and nothing else appears twice; and stats 20,000
 // random names. The create line also says how many MDS requests carried the creates (the
-// threads' creates go in batches, client/create_batches.h). Prints one line per phase and
-// "RESULT create=<ops/s> readdir=<entries/s> stat=<ops/s>". Exit status 1 on any failure or inconsistency. The directory is left in
-// place (remove it with `rm -r`, or wipe the test cluster).
+// threads' creates go in batches, client/entry_batches.h). Prints one line per phase and
+// "RESULT create=<ops/s> readdir=<entries/s> stat=<ops/s>". Exit status 1 on any failure or
+// inconsistency. The directory is left in place (remove it with `rm -r`, or wipe the test cluster).
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -25,7 +26,7 @@
 #include <vector>
 
 #include "client/client.h"
-#include "client/create_batches.h"
+#include "client/entry_batches.h"
 #include "client/metadata.h"
 #include "lnet/nid.h"
 
@@ -70,6 +71,27 @@ bool CreateRange(Client& c, uint64_t dir, const std::string& prefix, int begin, 
   return ok.load();
 }
 
+// Looks names [0, files) up with `threads` threads; false on the first failure.
+bool LookupRange(Client& c, uint64_t dir, int files, int threads) {
+  std::atomic<bool> ok{true};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      stria::client::Metadata md(&c);
+      const stria::proto::Credentials cred = stria::client::ProcessCredentials();
+      for (int i = t; i < files && ok.load(); i += threads) {
+        auto rep = md.Lookup(cred, dir, "f" + std::to_string(i));
+        if (!rep.ok()) {
+          fprintf(stderr, "bigdir: lookup f%d: %s\n", i, rep.status().ToString().c_str());
+          ok = false;
+        }
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return ok.load();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,9 +103,12 @@ int main(int argc, char** argv) {
   app.add_option("--files,-n", files, "files in the directory")->check(CLI::Range(1, 100'000'000));
   app.add_option("--threads,-t", threads, "creating threads")->check(CLI::Range(1, 256));
   app.add_option("--name", name, "the directory, under the filesystem root");
-  bool create_only = false;
+  bool create_only = false, lookups = false;
   app.add_flag("--create-only", create_only,
                "only the creates: print RESULT create=<ops/s> and stop (bench/run-bench)");
+  app.add_flag("--lookups", lookups,
+               "with --create-only: then look every name up with the same threads through "
+               "libstria, and print RESULT create=<ops/s> lookup=<ops/s>");
   CLI11_PARSE(app, argc, argv);
 
   stria::client::ClientConfig cfg;
@@ -117,6 +142,21 @@ int main(int argc, char** argv) {
       files, threads, create_s, files / create_s,
       static_cast<unsigned long long>(batches.requests - before.requests),
       static_cast<unsigned long long>(batches.batched - before.batched));
+  if (create_only && lookups) {
+    const stria::client::LookupBatches::Counters lb0 = c.lookup_batches().counters();
+    t0 = Clock::now();
+    if (!LookupRange(c, dir, files, threads)) return 1;
+    const double lookup_s = Seconds(t0);
+    const stria::client::LookupBatches::Counters lb = c.lookup_batches().counters();
+    printf(
+        "lookup  %d files, %d threads: %.1f s, %.0f ops/s (%llu MDS requests, %llu lookups "
+        "in batches)\n",
+        files, threads, lookup_s, files / lookup_s,
+        static_cast<unsigned long long>(lb.requests - lb0.requests),
+        static_cast<unsigned long long>(lb.batched - lb0.batched));
+    printf("RESULT create=%.0f lookup=%.0f\n", files / create_s, files / lookup_s);
+    return 0;
+  }
   if (create_only) {
     printf("RESULT create=%.0f\n", files / create_s);
     return 0;

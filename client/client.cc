@@ -16,7 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "client/create_batches.h"
+#include "client/entry_batches.h"
 #include "client/internal/thread_pool.h"
 #include "client/jobid.h"
 #include "client/local_reads.h"
@@ -217,6 +217,7 @@ class ClientImpl final : public Client, private OstTransport {
 
   std::string instance() const override { return config_.rpc.client_uuid.substr(0, 8); }
   CreateBatches& create_batches() override { return create_batches_; }
+  LookupBatches& lookup_batches() override { return lookup_batches_; }
 
   Result<std::vector<proto::OstStatfsReply>> OstStatfs(bool wait_all) override {
     STRIA_ASSIGN_OR_RETURN(proto::FsConfig cfg, GetConfig(false));
@@ -387,6 +388,7 @@ class ClientImpl final : public Client, private OstTransport {
   StripedIo io_;
   MirroredIo mirrored_;  // over io_: mirrored layouts (client/mirror_io.h)
   CreateBatches create_batches_{this};
+  LookupBatches lookup_batches_{this};
 };
 
 Result<proto::EntryReply> ClientImpl::ResolvePath(const proto::Credentials& cred,
@@ -426,8 +428,7 @@ Result<proto::EntryReply> ClientImpl::ResolvePath(const proto::Credentials& cred
     *req.mutable_cred() = cred;
     req.set_parent(stack.back().attr().ino());
     req.set_name(name);
-    proto::EntryReply rep;
-    STRIA_RETURN_IF_ERROR(MdsCall(proto::OP_MDS_LOOKUP, req, &rep));
+    STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep, lookup_batches_.Send(req));
     const bool more = rest.find_first_not_of('/', pos) != std::string::npos;
     const uint32_t type = rep.attr().mode() & S_IFMT;
     if (more && type == S_IFLNK) {

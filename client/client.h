@@ -18,10 +18,11 @@
 #include <string_view>
 #include <vector>
 
+#include "client/entry_batches.h"
+#include "client/osc_stats.h"
 #include "common/status.h"
 #include "lnet/nid.h"
 #include "lnet/rpc_client.h"
-#include "client/osc_stats.h"
 #include "proto/stria.pb.h"
 
 namespace stria::client {
@@ -29,7 +30,6 @@ namespace stria::client {
 class OpenCapas;
 struct MirrorStats;
 class LocalReads;
-class CreateBatches;
 
 // What must happen before a request leaves for the MDS: a mount's unlinks answered before
 // the MDS had them are sent first (client/fuse/unlink_writeback.h).
@@ -146,9 +146,10 @@ class Client {
   virtual ClientTunables& tunables() = 0;
   // The rpc_stats of every OST this client has talked to, by OST index.
   virtual std::map<uint32_t, OscStats*> OscStatsByOst() = 0;
-  // Creates of one directory by several threads at once, sent in batches
-  // (client/create_batches.h); Metadata::Create goes through it.
+  // Creates and lookups of one directory by several threads at once, sent in batches
+  // (client/entry_batches.h); Metadata::Create and Metadata::Lookup go through them.
   virtual CreateBatches& create_batches() = 0;
+  virtual LookupBatches& lookup_batches() = 0;
   // This client's instance in osc and llite parameter names (Lustre's "ffff8881..."): the
   // first 8 hex digits of its uuid.
   virtual std::string instance() const = 0;

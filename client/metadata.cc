@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "client/create_batches.h"
+#include "client/entry_batches.h"
 #include "proto/layout_components.h"
 
 namespace stria::client {
@@ -44,12 +44,8 @@ Result<proto::EntryReply> Metadata::Lookup(const Cred& cred, uint64_t parent,
   req.set_parent(parent);
   req.set_name(std::string(name));
   req.set_negative_ok(negative_ok);
-  proto::EntryReply rep;
-  STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_LOOKUP, req, &rep));
-  if (rep.attr().ino() == 0 && !negative_ok) {
-    return Status(Code::kProtocol, "MDS lookup returned inode 0");
-  }
-  return rep;
+  // Batched with other threads' lookups in the same directory when they come at once.
+  return client_->lookup_batches().Send(req);
 }
 
 Result<proto::EntryReply> Metadata::Create(const Cred& cred, const CreateArgs& args) {
@@ -67,7 +63,7 @@ Result<proto::EntryReply> Metadata::Create(const Cred& cred, const CreateArgs& a
   req.set_umask(args.umask);
   // Batched with other threads' creates in the same directory when they come at once; an
   // open(O_CREAT) goes alone (the MDS batches no opens).
-  if (!args.open) return client_->create_batches().Create(req);
+  if (!args.open) return client_->create_batches().Send(req);
   proto::EntryReply rep;
   STRIA_RETURN_IF_ERROR(client_->MdsCall(proto::OP_MDS_CREATE, req, &rep));
   if (rep.attr().ino() == 0) return Status(Code::kProtocol, "MDS create returned inode 0");

@@ -166,6 +166,13 @@ void RecallWritebackFor(LeaseTable& leases, const Namespace& ns, const std::stri
     if (const uint64_t d = child_dir(req.parent(), req.name()); d != 0) {
       leases.RecallWriteback(client, {d});
     }
+  }
+  if constexpr (std::is_same_v<Req, proto::LookupRequest>) {
+    for (const std::string& name : req.more_names()) {  // a batch's other names
+      if (const uint64_t d = child_dir(req.parent(), name); d != 0) {
+        leases.RecallWriteback(client, {d});
+      }
+    }
   } else if constexpr (std::is_same_v<Req, proto::RenameRequest>) {
     const uint64_t d1 = child_dir(req.old_parent(), req.old_name());
     const uint64_t d2 = child_dir(req.new_parent(), req.new_name());
@@ -221,10 +228,18 @@ void GrantLeases(LeaseTable& leases, const ClientSessions* sessions, const std::
     return leases.Grant(client, Kind::kAttr, ino, snapshot);
   };
   if constexpr (std::is_same_v<Req, proto::LookupRequest>) {
-    if (req.name() != "." && req.name() != "..") {
-      rep->set_entry_lease_ms(leases.Grant(client, Kind::kEntry, req.parent(), snapshot));
+    // Each lookup of a batch (EntryReply.codes) that succeeded, as a single lookup.
+    auto found = [&](const std::string& name, proto::EntryReply* r) {
+      if (name != "." && name != "..") {
+        r->set_entry_lease_ms(leases.Grant(client, Kind::kEntry, req.parent(), snapshot));
+      }
+      if (r->attr().ino() != 0) r->set_attr_lease_ms(attr_lease(r->attr().ino()));
+    };
+    if (rep->codes_size() == 0 || rep->codes(0) == 0) found(req.name(), rep);
+    for (int i = 0; i < rep->more_size() && i + 1 < rep->codes_size() && i < req.more_names_size();
+         ++i) {
+      if (rep->codes(i + 1) == 0) found(req.more_names(i), rep->mutable_more(i));
     }
-    if (rep->attr().ino() != 0) rep->set_attr_lease_ms(attr_lease(rep->attr().ino()));
   } else if constexpr (std::is_same_v<Req, proto::CreateRequest>) {
     // Each create of a batch (EntryReply.codes) that succeeded, as a single create.
     auto created = [&](proto::EntryReply* r) {
@@ -347,9 +362,15 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
             changes.inos.insert(req.ino());
           }
         } else if constexpr (std::is_same_v<Req, proto::LookupRequest>) {
-          if (st.ok() && SettleWriters(sessions, leases, *ns, gateway, rep->attr().ino(),
-                                       ctx.client_uuid)) {
-            RereadAttr(*ns, rep->mutable_attr());
+          // Each name of a batch too (an empty reply, a failed or negative one, has ino 0).
+          auto settle = [&](proto::EntryReply* r) {
+            if (SettleWriters(sessions, leases, *ns, gateway, r->attr().ino(), ctx.client_uuid)) {
+              RereadAttr(*ns, r->mutable_attr());
+            }
+          };
+          if (st.ok()) {
+            settle(rep);
+            for (proto::EntryReply& r : *rep->mutable_more()) settle(&r);
           }
         } else if constexpr (std::is_same_v<Req, proto::ReaddirRequest>) {
           if (st.ok()) {

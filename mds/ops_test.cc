@@ -296,6 +296,68 @@ TEST(LookupTest, DotDotAndErrors) {
   EXPECT_EQ(f.Lookup(kRootIno, std::string(300, 'x')).status().code(), Code::kNameTooLong);
 }
 
+TEST(LookupTest, ABatchAnswersEachNameAlone) {
+  MdsFixture f;
+  f.AddOsts(1);
+  auto dir = f.Mkdir(kRootIno, "d", 0755);
+  const uint64_t d = dir.attr().ino();
+  auto a = f.Mkfile(d, "a");
+  auto sub = f.Mkdir(d, "sub");
+  proto::LookupRequest req;
+  *req.mutable_cred() = Root();
+  req.set_parent(d);
+  req.set_name("a");
+  for (const char* name : {"missing", "sub", "", "..", "a"}) req.add_more_names(name);
+  req.add_more_names(std::string(300, 'x'));
+  proto::EntryReply rep;
+  ASSERT_TRUE(Lookup(f.ns(), req, &rep).ok());
+  using C = Code;
+  const std::vector<C> want = {C::kOk, C::kNoEnt, C::kOk,         C::kInval,
+                               C::kOk, C::kOk,    C::kNameTooLong};
+  ASSERT_EQ(rep.codes_size(), static_cast<int>(want.size()));
+  ASSERT_EQ(rep.more_size(), static_cast<int>(want.size()) - 1);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(static_cast<C>(rep.codes(i)), want[i]) << i;
+  // Each reply is its own name's.
+  EXPECT_EQ(rep.attr().ino(), a.attr().ino());
+  EXPECT_EQ(rep.layout().objects_size(), 1);
+  EXPECT_EQ(rep.more(0).attr().ino(), 0u);  // failed: empty
+  EXPECT_EQ(rep.more(1).attr().ino(), sub.attr().ino());
+  EXPECT_EQ(rep.more(3).attr().ino(), kRootIno);
+  EXPECT_EQ(rep.more(4).attr().ino(), a.attr().ino());
+
+  // negative_ok: a missing name is answered, empty, as a single lookup answers it.
+  req.set_negative_ok(true);
+  rep.Clear();
+  ASSERT_TRUE(Lookup(f.ns(), req, &rep).ok());
+  EXPECT_EQ(static_cast<C>(rep.codes(1)), C::kOk);
+  EXPECT_EQ(rep.more(0).attr().ino(), 0u);
+}
+
+TEST(LookupTest, ABatchIsRefusedAsAWholeOnlyByItsDirectoryOrItsSize) {
+  MdsFixture f;
+  auto dir = f.Mkdir(kRootIno, "private", 0700);
+  proto::LookupRequest req;
+  *req.mutable_cred() = User(1000, 1000);
+  req.set_parent(dir.attr().ino());
+  req.set_name("a");
+  req.add_more_names("b");
+  proto::EntryReply rep;
+  EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kAccess);
+  EXPECT_EQ(rep.codes_size(), 0);
+  req.set_parent(424242);
+  EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kNoEnt);
+  // At most kMaxLookupBatch names in all.
+  *req.mutable_cred() = Root();
+  req.set_parent(kRootIno);
+  req.clear_more_names();
+  for (int i = 1; i < kMaxLookupBatch; ++i) req.add_more_names("n" + std::to_string(i));
+  rep.Clear();
+  ASSERT_TRUE(Lookup(f.ns(), req, &rep).ok());
+  EXPECT_EQ(rep.codes_size(), kMaxLookupBatch);
+  req.add_more_names("one-too-many");
+  EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kInval);
+}
+
 TEST(SetattrTest, ModeOwnerSizeTimes) {
   MdsFixture f;
   f.AddOsts(1);

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "client/client.h"
-#include "client/create_batches.h"
+#include "client/entry_batches.h"
 #include "client/metadata.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
@@ -146,7 +146,7 @@ TEST(FaultPowerLossTest, ClientsReplayWhatTheMdsLost) {
 }
 
 // Creates that libstria's threads made at once went to the MDS in batches
-// (client/create_batches.h): a batch lost with the power is replayed with what it created,
+// (client/entry_batches.h): a batch lost with the power is replayed with what it created,
 // each file under its first inode, and what it refused stays refused.
 TEST(FaultPowerLossTest, BatchedCreatesAreReplayed) {
   ClusterOptions o = PowerLossOptions("powerloss3");

@@ -212,6 +212,47 @@ TEST_F(LeaseCacheTest, ADirectoryThisClientMadeIsKnownUntilAnotherChangesIt) {
   EXPECT_FALSE(cache_->KnownAbsent(e, "q", &t));
 }
 
+// A batch of lookups (client/entry_batches.h) gets each name's leases, as single lookups
+// would: an entry lease on the directory and an attribute lease on each file found, which
+// another client's change of that file then revokes.
+TEST_F(LeaseCacheTest, EachLookupOfABatchGetsItsLeases) {
+  const uint64_t d = Mkdir(g_client, 1, "batched");
+  for (const char* name : {"a", "b", "c"}) ASSERT_TRUE(Touch(g_client, d, name).ok());
+  const LeaseCache::Stamp stamp = cache_->Begin();
+  proto::LookupRequest req;
+  *req.mutable_cred() = RootCred();
+  req.set_parent(d);
+  req.set_name("a");
+  for (const char* name : {"b", "missing", "c"}) req.add_more_names(name);
+  req.set_negative_ok(true);
+  proto::EntryReply rep;
+  Status st = mine_->MdsCall(proto::OP_MDS_LOOKUP, req, &rep);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(rep.codes_size(), 4);
+  ASSERT_EQ(rep.more_size(), 3);
+  std::vector<const proto::EntryReply*> each = {&rep, &rep.more(0), &rep.more(1), &rep.more(2)};
+  for (size_t i = 0; i < each.size(); ++i) {
+    EXPECT_EQ(rep.codes(static_cast<int>(i)), 0) << i;
+    EXPECT_GT(each[i]->entry_lease_ms(), 0u) << i;
+    if (i == 2) {
+      EXPECT_EQ(each[i]->attr().ino(), 0u) << "missing";
+      EXPECT_EQ(each[i]->attr_lease_ms(), 0u);
+      continue;
+    }
+    ASSERT_GT(each[i]->attr_lease_ms(), 0u) << i;
+    EXPECT_GT(cache_->AttrTimeout(each[i]->attr().ino(), each[i]->attr_lease_ms(), stamp), 20.0);
+  }
+  // The other client changes c, the batch's last name: the MDS revokes this client's lease
+  // on it before it answers.
+  proto::SetattrRequest chmod;
+  chmod.set_ino(rep.more(2).attr().ino());
+  chmod.set_valid(proto::SETATTR_MODE);
+  chmod.mutable_attr()->set_mode(0600);
+  ASSERT_TRUE(client::Metadata(g_client).Setattr(RootCred(), chmod).ok());
+  ExpectRevocations(1);
+  EXPECT_EQ(cache_->counters().cached, 2u) << "a's and b's attributes stay";
+}
+
 TEST_F(LeaseCacheTest, LostLeasesAreDroppedAndRegisteredAgain) {
   client::Metadata md(mine_.get());
   const LeaseCache::Stamp stamp = cache_->Begin();

@@ -6,7 +6,7 @@
 //   regular file when no OST is active.
 // With `open` (a regular file only), the new file is also opened, as OP_MDS_OPEN would: the
 // reply carries the handle (one round trip for open(O_CREAT)).
-// A batch (CreateRequest.more, client/create_batches.h): several creates in one directory
+// A batch (CreateRequest.more, client/entry_batches.h): several creates in one directory
 // by one client, in one transaction, each checked and answered alone (EntryReply.codes and
 // .more); one mutex hold, one WAL write and one reply for all.
 // A replay after an MDS restart (replay_ino set, kFlagReplay) recreates the inode under the

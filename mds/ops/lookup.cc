@@ -5,9 +5,11 @@
 
 namespace stria::mds {
 
-Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply* rep) {
-  STRIA_ASSIGN_OR_RETURN(InodeRecord dir, ReadSearchableDir(ns, req.parent(), req.cred()));
-  const std::string& name = req.name();
+namespace {
+
+// One name in `dir` (already checked searchable), answered into `rep`.
+Status LookupOne(Namespace& ns, const InodeRecord& dir, uint64_t parent, const std::string& name,
+                 bool negative_ok, proto::EntryReply* rep) {
   if (name.empty()) return Status(Code::kInval, "empty name");
   if (name.size() > kMaxNameLen) return Status(Code::kNameTooLong, "name longer than 255 bytes");
   if (name == ".") {
@@ -15,18 +17,45 @@ Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply*
     return Status::Ok();
   }
   if (name == "..") {
-    STRIA_ASSIGN_OR_RETURN(InodeRecord up, ns.GetInode(dir.parent ? dir.parent : req.parent()));
+    STRIA_ASSIGN_OR_RETURN(InodeRecord up, ns.GetInode(dir.parent ? dir.parent : parent));
     FillReply(up, rep->mutable_attr(), rep->mutable_layout());
     return Status::Ok();
   }
-  STRIA_ASSIGN_OR_RETURN(auto entry, ns.GetDirent(req.parent(), name));
+  STRIA_ASSIGN_OR_RETURN(auto entry, ns.GetDirent(parent, name));
   if (!entry) {
     // The client caches the absence under an entry lease: an empty reply, not an error.
-    if (req.negative_ok()) return Status::Ok();
+    if (negative_ok) return Status::Ok();
     return Status(Code::kNoEnt, "no entry '" + name + "'");
   }
   STRIA_ASSIGN_OR_RETURN(InodeRecord child, ns.GetInode(entry->first));
   FillReply(child, rep->mutable_attr(), rep->mutable_layout());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply* rep) {
+  if (req.more_names_size() >= kMaxLookupBatch) {
+    return Status(Code::kInval, "a lookup batch of more than 128 names");
+  }
+  STRIA_ASSIGN_OR_RETURN(InodeRecord dir, ReadSearchableDir(ns, req.parent(), req.cred()));
+  if (req.more_names_size() == 0) {
+    return LookupOne(ns, dir, req.parent(), req.name(), req.negative_ok(), rep);
+  }
+  // A batch (client/entry_batches.h): the directory's check above is the batch's; each
+  // name is then answered alone, its result in codes, its reply here (the first) or in
+  // more.
+  auto one = [&](const std::string& name, proto::EntryReply* r) {
+    Status st = LookupOne(ns, dir, req.parent(), name, req.negative_ok(), r);
+    if (!st.ok()) r->Clear();
+    return static_cast<int32_t>(st.code());
+  };
+  const int32_t first = one(req.name(), rep);
+  rep->add_codes(first);
+  for (const std::string& name : req.more_names()) {
+    proto::EntryReply* r = rep->add_more();
+    rep->add_codes(one(name, r));
+  }
   return Status::Ok();
 }
 

@@ -17,6 +17,10 @@
 namespace stria::mds {
 
 // ---- MDS ----
+// OP_MDS_LOOKUP. A batch (more_names): the directory checked once, then each name alone,
+// its result in rep->codes and its reply in rep->more; EINVAL for more than
+// kMaxLookupBatch names in all.
+inline constexpr int kMaxLookupBatch = 128;
 Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply* rep);
 Status Getattr(Namespace& ns, const proto::GetattrRequest& req, proto::AttrReply* rep);
 Status Setattr(Namespace& ns, const proto::SetattrRequest& req, proto::AttrReply* rep);

@@ -1,9 +1,9 @@
-// CreateBatches (client/create_batches.h) against stand-in MDSes: real RpcServers that a real
+// CreateBatches (client/entry_batches.h) against stand-in MDSes: real RpcServers that a real
 // Client connects to, which hold requests back to make creates wait, and answer batches as
 // this MDS does (codes and one reply per create) or as an MDS from before batches does (the
 // first create alone). The MDS's own batches are covered by mds/ops_test.cc, and their
 // replay after a power loss by tests/fault_power_loss_test.cc.
-#include "client/create_batches.h"
+#include "client/entry_batches.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -48,8 +48,7 @@ class StandInMds {
         [this](lnet::RpcContext&, const proto::CreateRequest& req, proto::EntryReply* rep) {
           std::unique_lock lock(mu_);
           seen_.push_back(req);
-          cv_.notify_all();
-          if (seen_.size() <= hold_until_) cv_.wait(lock, [&] { return released_; });
+          Arrived(lock);
           if (req.parent() != kParent) return Status(Code::kNoEnt, "no such directory");
           auto one = [](const proto::CreateRequest& c, proto::EntryReply* r) {
             if (c.name()[0] == 'x') return Code::kExist;
@@ -71,6 +70,29 @@ class StandInMds {
           rep->mutable_parent_attr()->set_ino(kParent);
           return Status::Ok();
         });
+    // Names starting with 'x' do not exist.
+    mgs_.server().Register<proto::LookupRequest, proto::EntryReply>(
+        proto::OP_MDS_LOOKUP,
+        [this](lnet::RpcContext&, const proto::LookupRequest& req, proto::EntryReply* rep) {
+          std::unique_lock lock(mu_);
+          lookups_.push_back(req);
+          Arrived(lock);
+          if (req.parent() != kParent) return Status(Code::kNoEnt, "no such directory");
+          auto one = [&](const std::string& name, proto::EntryReply* r) {
+            if (name[0] == 'x') return req.negative_ok() ? Code::kOk : Code::kNoEnt;
+            r->mutable_attr()->set_ino(InoOf(name));
+            return Code::kOk;
+          };
+          if (batches_ == Batches::kIgnored || req.more_names_size() == 0) {
+            const Code c = one(req.name(), rep);
+            return c == Code::kOk ? Status::Ok() : Status(c, "no entry");
+          }
+          rep->add_codes(static_cast<int32_t>(one(req.name(), rep)));
+          for (const std::string& name : req.more_names()) {
+            rep->add_codes(static_cast<int32_t>(one(name, rep->add_more())));
+          }
+          return Status::Ok();
+        });
     mgs_.Start();
   }
   ~StandInMds() { Release(); }  // held handlers return before mgs_ stops
@@ -82,12 +104,12 @@ class StandInMds {
   size_t Hold(size_t n) {
     std::lock_guard lock(mu_);
     released_ = false;
-    hold_until_ = seen_.size() + n;
-    return seen_.size();
+    hold_until_ = arrived_ + n;
+    return arrived_;
   }
   void WaitSeen(size_t n) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return seen_.size() >= n; });
+    cv_.wait(lock, [&] { return arrived_ >= n; });
   }
   void Release() {
     std::lock_guard lock(mu_);
@@ -98,14 +120,27 @@ class StandInMds {
     std::lock_guard lock(mu_);
     return seen_;
   }
+  std::vector<proto::LookupRequest> lookups() {
+    std::lock_guard lock(mu_);
+    return lookups_;
+  }
 
  private:
+  // A request came: held while it is one of those Hold() asked for. REQUIRES mu_.
+  void Arrived(std::unique_lock<std::mutex>& lock) {
+    ++arrived_;
+    cv_.notify_all();
+    if (arrived_ <= hold_until_) cv_.wait(lock, [&] { return released_; });
+  }
+
   const Batches batches_;
   size_t hold_until_ = 0;  // requests up to this many in all wait for Release()
   std::mutex mu_;
   std::condition_variable cv_;
   bool released_ = false;
+  size_t arrived_ = 0;  // requests of any kind
   std::vector<proto::CreateRequest> seen_;
+  std::vector<proto::LookupRequest> lookups_;
   testing::StandInMgs mgs_{/*worker_threads=*/4};  // last: stopped before the rest goes
 };
 
@@ -116,35 +151,51 @@ proto::Credentials Root() {
   return c;
 }
 
-// Creates `names` in kParent, each from its own thread, once the first kMaxInFlight are at
-// the stand-in and the rest wait; returns each one's result.
-std::vector<Result<proto::EntryReply>> CreateAtOnce(StandInMds& mds, Client* client,
-                                                    const std::vector<std::string>& names,
-                                                    uint64_t parent = kParent) {
+// Runs op(i) for each of `names`, each from its own thread, once the first kMaxInFlight are
+// at the stand-in and the rest wait in `batches`; returns each one's result.
+template <typename Queues, typename Op>
+std::vector<Result<proto::EntryReply>> AtOnce(StandInMds& mds, const Queues& batches,
+                                              const std::vector<std::string>& names, Op op) {
   std::vector<Result<proto::EntryReply>> results(names.size(), Status(Code::kInternal, ""));
   std::vector<std::thread> threads;
-  auto create = [&](size_t i) {
-    Metadata::CreateArgs args;
-    args.parent = parent;
-    args.name = names[i];
-    args.mode = S_IFREG | 0644;
-    results[i] = Metadata(client).Create(Root(), args);
-  };
-  const size_t first = CreateBatches::kMaxInFlight;
+  auto run = [&](size_t i) { results[i] = op(names[i]); };
+  const size_t first = Queues::kMaxInFlight;
   const size_t before = mds.Hold(first);
-  for (size_t i = 0; i < first; ++i) threads.emplace_back(create, i);
+  for (size_t i = 0; i < first; ++i) threads.emplace_back(run, i);
   mds.WaitSeen(before + first);
-  for (size_t i = first; i < names.size(); ++i) threads.emplace_back(create, i);
-  // Every later create waits for a request of the directory to come back.
+  for (size_t i = first; i < names.size(); ++i) threads.emplace_back(run, i);
+  // Every later one waits for a request of the directory to come back.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (client->create_batches().counters().waiting < names.size() - first &&
+  while (batches.counters().waiting < names.size() - first &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
-  EXPECT_EQ(client->create_batches().counters().waiting, names.size() - first);
+  EXPECT_EQ(batches.counters().waiting, names.size() - first);
   mds.Release();
   for (std::thread& t : threads) t.join();
   return results;
+}
+
+// Creates `names` in `parent` at once (AtOnce).
+std::vector<Result<proto::EntryReply>> CreateAtOnce(StandInMds& mds, Client* client,
+                                                    const std::vector<std::string>& names,
+                                                    uint64_t parent = kParent) {
+  return AtOnce(mds, client->create_batches(), names, [&](const std::string& name) {
+    Metadata::CreateArgs args;
+    args.parent = parent;
+    args.name = name;
+    args.mode = S_IFREG | 0644;
+    return Metadata(client).Create(Root(), args);
+  });
+}
+
+// Looks `names` up in `parent` at once (AtOnce).
+std::vector<Result<proto::EntryReply>> LookupAtOnce(StandInMds& mds, Client* client,
+                                                    const std::vector<std::string>& names,
+                                                    bool negative_ok = false) {
+  return AtOnce(mds, client->lookup_batches(), names, [&](const std::string& name) {
+    return Metadata(client).Lookup(Root(), kParent, name, negative_ok);
+  });
 }
 
 // After the held creates went alone, each later one of `names` was the own create of exactly one
@@ -353,6 +404,68 @@ TEST(CreateBatchesTest, ABatchAnsweredWithoutCodesReplaysAsItsFirstCreate) {
   EXPECT_EQ(req.replay_ino(), 31u);
   EXPECT_EQ(req.replay_layout().objects(0).object_id(), 310u);
   EXPECT_EQ(req.parent(), kParent);
+}
+
+// Lookups of one directory that wait go as one request; each gets its own answer, a
+// missing name its own ENOENT (or, asked with negative_ok, its empty reply).
+TEST(LookupBatchesTest, LookupsThatWaitGoAsOneBatchAndEachGetsItsOwnAnswer) {
+  StandInMds mds(Batches::kAnswered);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  for (bool negative_ok : {false, true}) {
+    const size_t before = mds.lookups().size();
+    const std::vector<std::string> names = {"f1", "f2", "x3", "f4", "f5", "x6"};
+    auto results = LookupAtOnce(mds, client.get(), names, negative_ok);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i][0] == 'x' && !negative_ok) {
+        EXPECT_EQ(results[i].status().code(), Code::kNoEnt) << names[i];
+        continue;
+      }
+      ASSERT_TRUE(results[i].ok()) << names[i] << ": " << results[i].status().ToString();
+      EXPECT_EQ(results[i]->attr().ino(), names[i][0] == 'x' ? 0 : InoOf(names[i])) << names[i];
+      EXPECT_EQ(results[i]->codes_size(), 0);
+      EXPECT_EQ(results[i]->more_size(), 0);
+    }
+    const std::vector<proto::LookupRequest> seen = mds.lookups();
+    size_t carried = 0;
+    int largest = 0;
+    for (size_t i = before; i < seen.size(); ++i) {
+      EXPECT_EQ(seen[i].negative_ok(), negative_ok);
+      carried += 1 + seen[i].more_names_size();
+      largest = std::max(largest, seen[i].more_names_size());
+    }
+    EXPECT_EQ(carried, names.size());
+    EXPECT_GE(largest, 2);
+    EXPECT_LE(seen.size() - before, 2 * LookupBatches::kMaxInFlight);
+  }
+  EXPECT_EQ(client->lookup_batches().counters().waiting, 0u);
+  EXPECT_GE(client->lookup_batches().counters().batched, 6u);
+}
+
+// An MDS from before batches answers a batch's first name alone: the others are asked
+// again one by one, each once.
+TEST(LookupBatchesTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
+  StandInMds mds(Batches::kIgnored);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  const std::vector<std::string> names = {"f1", "f2", "x3", "f4", "f5"};
+  auto results = LookupAtOnce(mds, client.get(), names);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i][0] == 'x') {
+      EXPECT_EQ(results[i].status().code(), Code::kNoEnt) << names[i];
+    } else {
+      ASSERT_TRUE(results[i].ok()) << names[i] << ": " << results[i].status().ToString();
+      EXPECT_EQ(results[i]->attr().ino(), InoOf(names[i])) << names[i];
+    }
+  }
+  std::multiset<std::string> own;
+  int largest = 0;
+  for (const proto::LookupRequest& r : mds.lookups()) {
+    own.insert(r.name());
+    largest = std::max(largest, r.more_names_size());
+  }
+  EXPECT_EQ(own, std::multiset<std::string>(names.begin(), names.end()));
+  EXPECT_GE(largest, 1);
 }
 
 }  // namespace
