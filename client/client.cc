@@ -92,6 +92,8 @@ class ClientImpl final : public Client, private OstTransport {
     mds_opts.replay_patch = &PatchReplay;
     mds_opts.max_connections = config_.mds_connections;
     mds_opts.on_restart = [this] {
+      create_batches_.MdsRestarted();
+      lookup_batches_.MdsRestarted();
       if (MdsCallGate* gate = mds_gate_.load(std::memory_order_acquire)) gate->MdsRestarted();
     };
     if (config_.mgs_nids.size() > 1) {

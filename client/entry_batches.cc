@@ -29,6 +29,8 @@ template <>
 struct Kind<proto::CreateRequest> {
   static constexpr proto::Opcode kOpcode = proto::OP_MDS_CREATE;
   static constexpr const char* kWhat = "create";
+  // The MDS refuses a batch as a whole when the parent's check fails.
+  static constexpr bool kRefusedInCodes = false;
   static std::string Key(const proto::CreateRequest& r) { return KeyOf(r.parent(), r.cred()); }
   static void Add(proto::CreateRequest* batch, const proto::CreateRequest& item) {
     proto::CreateRequest* more = batch->add_more();
@@ -50,6 +52,9 @@ template <>
 struct Kind<proto::LookupRequest> {
   static constexpr proto::Opcode kOpcode = proto::OP_MDS_LOOKUP;
   static constexpr const char* kWhat = "lookup";
+  // The MDS answers a batch whose directory's check fails with that code for each name: a
+  // batch refused as a whole comes from an MDS from before batches.
+  static constexpr bool kRefusedInCodes = true;
   // negative_ok changes what a missing name is answered with: not batched with the others.
   static std::string Key(const proto::LookupRequest& r) {
     return KeyOf(r.parent(), r.cred()) + (r.negative_ok() ? "|n" : "");
@@ -90,7 +95,8 @@ void EntryBatches<Req>::SendBatch(const Batch& batch) {
   proto::EntryReply rep;
   Status st = client_->MdsCall(Kind<Req>::kOpcode, req, &rep);
   const auto code = static_cast<int32_t>(st.code());
-  const bool batches_known = mds_answers_batches_.load(std::memory_order_relaxed);
+  const bool batches_known =
+      !Kind<Req>::kRefusedInCodes && mds_answers_batches_.load(std::memory_order_relaxed);
   if (!st.ok() && (code <= 0 || code >= 1000 || batches_known)) {
     // The transport's error: nothing is known of any item (each create may be done), as
     // for a single request. Or an MDS that answers batches refused this one as a whole:

@@ -13,10 +13,12 @@
 // (docs/performance.md).
 //
 // An MDS from before batches reads a batch as its first item, and answers it alone: the
-// others are then sent one by one. An MDS seen answering a batch refuses one as a whole
-// only when the directory's check fails (EACCES, ENOENT, ENOTDIR): that error is then each
-// item's answer (before such a reply is seen, the error could be the first item's own, and
-// the others go one by one). A transport error is each item's answer.
+// others are then sent one by one. When the directory's check fails (EACCES, ENOENT,
+// ENOTDIR), the MDS answers a batch of lookups with that code for each name, and refuses a
+// batch of creates as a whole: that error is then each create's answer once this MDS has
+// been seen answering a batch (before, or after an MDS restart, the error could be the
+// first create's own, and the others go one by one). A transport error is each item's
+// answer.
 //
 // Replays (creates only; a lookup changes nothing): a batch answered before its commit is
 // kept as one request, and replayed with the creates that succeeded, each under the inode
@@ -33,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/status.h"
@@ -46,11 +49,13 @@ class Client;
 template <typename Req>
 class EntryBatches {
  public:
-  // Requests of one directory in flight before others wait to be batched. One: the MDS
-  // makes a directory's creates one transaction at a time anyway, and a second request in
-  // flight halves the batches (on 2 vCPUs, 16 threads: 30-38k creates/s with one, 27-37k
-  // with two, 20-27k unbatched; docs/performance.md).
-  static constexpr int kMaxInFlight = 1;
+  // Requests of one directory in flight before others wait to be batched. Creates: one.
+  // The MDS makes a directory's creates one transaction at a time anyway, and a second
+  // request in flight halves the batches (on 2 vCPUs, 16 threads: 30-38k creates/s with
+  // one, 27-37k with two, 20-27k unbatched; docs/performance.md). Lookups: two. The MDS
+  // runs them in parallel, and a name whose lookup waits (for another client's size, a
+  // write-back recall) then holds up only half of its directory's lookups.
+  static constexpr int kMaxInFlight = std::is_same_v<Req, proto::LookupRequest> ? 2 : 1;
   // The most items in one request (the MDS takes up to mds::kMaxCreateBatch and
   // mds::kMaxLookupBatch, 128 each).
   static constexpr int kMaxBatch = 64;
@@ -69,6 +74,8 @@ class EntryBatches {
     uint64_t waiting = 0;   // items waiting now for a request of their directory
   };
   Counters counters() const;
+  // The MDS restarted, or another took over: it may be one from before batches.
+  void MdsRestarted() { mds_answers_batches_.store(false, std::memory_order_relaxed); }
 
  private:
   struct Waiter {

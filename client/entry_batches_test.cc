@@ -77,7 +77,17 @@ class StandInMds {
           std::unique_lock lock(mu_);
           lookups_.push_back(req);
           Arrived(lock);
-          if (req.parent() != kParent) return Status(Code::kNoEnt, "no such directory");
+          if (req.parent() != kParent) {
+            if (batches_ == Batches::kIgnored || req.more_names_size() == 0) {
+              return Status(Code::kNoEnt, "no such directory");
+            }
+            // As this MDS answers a batch in a directory it cannot search: each name's why.
+            for (int i = 0; i <= req.more_names_size(); ++i) {
+              rep->add_codes(static_cast<int32_t>(Code::kNoEnt));
+              if (i > 0) rep->add_more();
+            }
+            return Status::Ok();
+          }
           auto one = [&](const std::string& name, proto::EntryReply* r) {
             if (name[0] == 'x') return req.negative_ok() ? Code::kOk : Code::kNoEnt;
             r->mutable_attr()->set_ino(InoOf(name));
@@ -192,9 +202,10 @@ std::vector<Result<proto::EntryReply>> CreateAtOnce(StandInMds& mds, Client* cli
 // Looks `names` up in `parent` at once (AtOnce).
 std::vector<Result<proto::EntryReply>> LookupAtOnce(StandInMds& mds, Client* client,
                                                     const std::vector<std::string>& names,
-                                                    bool negative_ok = false) {
+                                                    bool negative_ok = false,
+                                                    uint64_t parent = kParent) {
   return AtOnce(mds, client->lookup_batches(), names, [&](const std::string& name) {
-    return Metadata(client).Lookup(Root(), kParent, name, negative_ok);
+    return Metadata(client).Lookup(Root(), parent, name, negative_ok);
   });
 }
 
@@ -466,6 +477,33 @@ TEST(LookupBatchesTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
   }
   EXPECT_EQ(own, std::multiset<std::string>(names.begin(), names.end()));
   EXPECT_GE(largest, 1);
+}
+
+// A directory that cannot be searched: this MDS answers each name of a batch with why,
+// so each lookup gets its error from the batch, and none is sent again; an MDS from before
+// batches refuses the batch as its first name, and the others are asked alone.
+TEST(LookupBatchesTest, ADirectoryThatCannotBeSearchedIsEachNamesAnswer) {
+  for (Batches kind : {Batches::kAnswered, Batches::kIgnored}) {
+    StandInMds mds(kind);
+    auto client = mds.Connect();
+    ASSERT_NE(client, nullptr);
+    const std::vector<std::string> names = {"f1", "f2", "f3", "f4", "f5"};
+    for (const auto& r : LookupAtOnce(mds, client.get(), names, false, kParent + 1)) {
+      EXPECT_EQ(r.status().code(), Code::kNoEnt);
+    }
+    size_t carried = 0;
+    int largest = 0;
+    for (const proto::LookupRequest& r : mds.lookups()) {
+      carried += 1 + r.more_names_size();
+      largest = std::max(largest, r.more_names_size());
+    }
+    EXPECT_GE(largest, 1);
+    if (kind == Batches::kAnswered) {
+      EXPECT_EQ(carried, names.size()) << "none sent again";
+    } else {
+      EXPECT_GT(carried, names.size()) << "the batch's later names asked alone";
+    }
+  }
 }
 
 }  // namespace

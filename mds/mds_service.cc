@@ -168,6 +168,7 @@ void RecallWritebackFor(LeaseTable& leases, const Namespace& ns, const std::stri
     }
   }
   if constexpr (std::is_same_v<Req, proto::LookupRequest>) {
+    if (req.more_names_size() >= kMaxLookupBatch) return;  // refused (EINVAL), no recalls
     for (const std::string& name : req.more_names()) {  // a batch's other names
       if (const uint64_t d = child_dir(req.parent(), name); d != 0) {
         leases.RecallWriteback(client, {d});
@@ -363,21 +364,33 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
           }
         } else if constexpr (std::is_same_v<Req, proto::LookupRequest>) {
           // Each name of a batch too (an empty reply, a failed or negative one, has ino 0).
-          auto settle = [&](proto::EntryReply* r) {
-            if (SettleWriters(sessions, leases, *ns, gateway, r->attr().ino(), ctx.client_uuid)) {
-              RereadAttr(*ns, r->mutable_attr());
-            }
-          };
+          // A writer asked for its closes sends all it gathers, sizes of later names
+          // included: once any was settled, every name is read again.
           if (st.ok()) {
-            settle(rep);
-            for (proto::EntryReply& r : *rep->mutable_more()) settle(&r);
+            bool settled =
+                SettleWriters(sessions, leases, *ns, gateway, rep->attr().ino(), ctx.client_uuid);
+            for (const proto::EntryReply& r : rep->more()) {
+              settled |=
+                  SettleWriters(sessions, leases, *ns, gateway, r.attr().ino(), ctx.client_uuid);
+            }
+            if (settled) {
+              if (rep->attr().ino() != 0) RereadAttr(*ns, rep->mutable_attr());
+              for (proto::EntryReply& r : *rep->mutable_more()) {
+                if (r.attr().ino() != 0) RereadAttr(*ns, r.mutable_attr());
+              }
+            }
           }
         } else if constexpr (std::is_same_v<Req, proto::ReaddirRequest>) {
-          if (st.ok()) {
-            for (proto::DirEntry& e : *rep->mutable_entries()) {
-              if (e.has_attr() &&
-                  SettleWriters(sessions, leases, *ns, gateway, e.ino(), ctx.client_uuid)) {
-                RereadAttr(*ns, e.mutable_attr());
+          if (st.ok()) {  // as a batch of lookups: once any entry was settled, all are reread
+            bool settled = false;
+            for (const proto::DirEntry& e : rep->entries()) {
+              if (e.has_attr()) {
+                settled |= SettleWriters(sessions, leases, *ns, gateway, e.ino(), ctx.client_uuid);
+              }
+            }
+            if (settled) {
+              for (proto::DirEntry& e : *rep->mutable_entries()) {
+                if (e.has_attr()) RereadAttr(*ns, e.mutable_attr());
               }
             }
           }

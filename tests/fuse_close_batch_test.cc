@@ -18,6 +18,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -215,6 +216,49 @@ TEST_F(CloseBatchTest, TheSizeAtCloseWaitsWithTheCloseAndAnotherClientGetsItFirs
   std::vector<uint8_t> got;
   ASSERT_EQ(ReadFile(P("sz"), &got), 0);
   EXPECT_EQ(got.size(), 71'000u);
+}
+
+// A batch of lookups (client/entry_batches.h) settles each name's size as a single lookup
+// does: the mount's unreported sizes of two files reach the MDS before it answers.
+TEST_F(CloseBatchTest, EachNameOfALookupBatchHasItsSizeSettledFirst) {
+  ASSERT_EQ(WriteFile(P("lb1"), Pattern(30'000, 6)), 0);
+  ASSERT_EQ(WriteFile(P("lb2"), Pattern(50'000, 7)), 0);
+  const uint64_t flushes0 = Counter("llite.cbfs-*.close_batches", "flushes");
+  proto::LookupRequest req;
+  *req.mutable_cred() = RootCred();
+  req.set_parent(1);
+  req.set_name("lb1");
+  req.add_more_names("lb2");
+  proto::EntryReply rep;
+  Status st = g_client->MdsCall(proto::OP_MDS_LOOKUP, req, &rep);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(rep.codes_size(), 2);
+  ASSERT_EQ(rep.more_size(), 1);
+  EXPECT_EQ(rep.attr().size(), 30'000u);
+  EXPECT_EQ(rep.more(0).attr().size(), 50'000u);
+  EXPECT_GT(Counter("llite.cbfs-*.close_batches", "flushes"), flushes0);
+}
+
+// So does a readdirplus: the first entry's settling sends the mount's other sizes too,
+// and every entry is read after it (each entry once read stale, before the fix).
+TEST_F(CloseBatchTest, EachEntryOfAReaddirPlusHasItsSizeSettledFirst) {
+  ASSERT_EQ(mkdir(P("rdp").c_str(), 0755), 0) << strerror(errno);
+  ASSERT_EQ(WriteFile(P("rdp/a"), Pattern(20'000, 8)), 0);
+  ASSERT_EQ(WriteFile(P("rdp/b"), Pattern(40'000, 9)), 0);
+  Result<proto::EntryReply> dir = Resolve(*g_client, "/rdp");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  proto::ReaddirRequest req;
+  *req.mutable_cred() = RootCred();
+  req.set_ino(dir->attr().ino());
+  req.set_max_entries(100);
+  req.set_want_attrs(true);
+  proto::ReaddirReply rep;
+  Status st = g_client->MdsCall(proto::OP_MDS_READDIR, req, &rep);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  std::map<std::string, uint64_t> sizes;
+  for (const proto::DirEntry& e : rep.entries()) sizes[e.name()] = e.attr().size();
+  EXPECT_EQ(sizes["a"], 20'000u);
+  EXPECT_EQ(sizes["b"], 40'000u);
 }
 
 TEST_F(CloseBatchTest, ATruncateAfterCloseIsNotUndoneByTheGatheredSize) {

@@ -38,10 +38,23 @@ Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply*
   if (req.more_names_size() >= kMaxLookupBatch) {
     return Status(Code::kInval, "a lookup batch of more than 128 names");
   }
-  STRIA_ASSIGN_OR_RETURN(InodeRecord dir, ReadSearchableDir(ns, req.parent(), req.cred()));
+  Result<InodeRecord> searchable = ReadSearchableDir(ns, req.parent(), req.cred());
   if (req.more_names_size() == 0) {
-    return LookupOne(ns, dir, req.parent(), req.name(), req.negative_ok(), rep);
+    STRIA_RETURN_IF_ERROR(searchable.status());
+    return LookupOne(ns, *searchable, req.parent(), req.name(), req.negative_ok(), rep);
   }
+  if (!searchable.ok()) {
+    // Each name's answer, as it would be alone: a batch refused as a whole is one that an
+    // MDS from before batches read as its first name (client/entry_batches.h).
+    const auto code = static_cast<int32_t>(searchable.status().code());
+    rep->add_codes(code);
+    for (int i = 0; i < req.more_names_size(); ++i) {
+      rep->add_more();
+      rep->add_codes(code);
+    }
+    return Status::Ok();
+  }
+  const InodeRecord& dir = *searchable;
   // A batch (client/entry_batches.h): the directory's check above is the batch's; each
   // name is then answered alone, its result in codes, its reply here (the first) or in
   // more.
