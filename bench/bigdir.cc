@@ -51,19 +51,16 @@ stria::Status Create(Client& c, uint64_t parent, const std::string& name, uint32
   return stria::Status::Ok();
 }
 
-// Creates names [begin, end) with `threads` threads; false on the first failure.
-bool CreateRange(Client& c, uint64_t dir, const std::string& prefix, int begin, int end,
-                 int threads) {
+// Runs op(i) for i in [begin, end) with `threads` threads; false on the first failure,
+// which op reports.
+template <typename Op>
+bool RunRange(int begin, int end, int threads, Op op) {
   std::atomic<bool> ok{true};
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       for (int i = begin + t; i < end && ok.load(); i += threads) {
-        stria::Status st = Create(c, dir, prefix + std::to_string(i), S_IFREG | 0644);
-        if (!st.ok()) {
-          fprintf(stderr, "bigdir: create %s%d: %s\n", prefix.c_str(), i, st.ToString().c_str());
-          ok = false;
-        }
+        if (!op(i)) ok = false;
       }
     });
   }
@@ -71,25 +68,46 @@ bool CreateRange(Client& c, uint64_t dir, const std::string& prefix, int begin, 
   return ok.load();
 }
 
-// Looks names [0, files) up with `threads` threads; false on the first failure.
+// Creates names [begin, end) with `threads` threads; false on the first failure.
+bool CreateRange(Client& c, uint64_t dir, const std::string& prefix, int begin, int end,
+                 int threads) {
+  return RunRange(begin, end, threads, [&](int i) {
+    stria::Status st = Create(c, dir, prefix + std::to_string(i), S_IFREG | 0644);
+    if (!st.ok()) {
+      fprintf(stderr, "bigdir: create %s%d: %s\n", prefix.c_str(), i, st.ToString().c_str());
+    }
+    return st.ok();
+  });
+}
+
+// Looks names f0 .. f<files-1> up with `threads` threads; false on the first failure.
 bool LookupRange(Client& c, uint64_t dir, int files, int threads) {
-  std::atomic<bool> ok{true};
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      stria::client::Metadata md(&c);
-      const stria::proto::Credentials cred = stria::client::ProcessCredentials();
-      for (int i = t; i < files && ok.load(); i += threads) {
-        auto rep = md.Lookup(cred, dir, "f" + std::to_string(i));
-        if (!rep.ok()) {
-          fprintf(stderr, "bigdir: lookup f%d: %s\n", i, rep.status().ToString().c_str());
-          ok = false;
-        }
-      }
-    });
-  }
-  for (auto& th : pool) th.join();
-  return ok.load();
+  const stria::proto::Credentials cred = stria::client::ProcessCredentials();
+  return RunRange(0, files, threads, [&](int i) {
+    auto rep = stria::client::Metadata(&c).Lookup(cred, dir, "f" + std::to_string(i));
+    if (!rep.ok()) {
+      fprintf(stderr, "bigdir: lookup f%d: %s\n", i, rep.status().ToString().c_str());
+    }
+    return rep.ok();
+  });
+}
+
+// Times run() over `files` names by `threads` threads and prints its line with the MDS
+// requests that carried them (`batches`: the client's queue of that kind); the seconds
+// taken, or a negative number when run() failed.
+template <typename Batches, typename Run>
+double Phase(const char* verb, const char* noun, const Batches& batches, int files, int threads,
+             Run run) {
+  const typename Batches::Counters before = batches.counters();
+  const auto t0 = Clock::now();
+  if (!run()) return -1;
+  const double s = Seconds(t0);
+  const typename Batches::Counters after = batches.counters();
+  printf("%-7s %d files, %d threads: %.1f s, %.0f ops/s (%llu MDS requests, %llu %s in batches)\n",
+         verb, files, threads, s, files / s,
+         static_cast<unsigned long long>(after.requests - before.requests),
+         static_cast<unsigned long long>(after.batched - before.batched), noun);
+  return s;
 }
 
 }  // namespace
@@ -131,29 +149,13 @@ int main(int argc, char** argv) {
     dir = found->attr().ino();
   }
 
-  const stria::client::CreateBatches::Counters before = c.create_batches().counters();
-  auto t0 = Clock::now();
-  if (!CreateRange(c, dir, "f", 0, files, threads)) return 1;
-  const double create_s = Seconds(t0);
-  const stria::client::CreateBatches::Counters batches = c.create_batches().counters();
-  printf(
-      "create  %d files, %d threads: %.1f s, %.0f ops/s (%llu MDS requests, %llu creates "
-      "in batches)\n",
-      files, threads, create_s, files / create_s,
-      static_cast<unsigned long long>(batches.requests - before.requests),
-      static_cast<unsigned long long>(batches.batched - before.batched));
+  const double create_s = Phase("create", "creates", c.create_batches(), files, threads,
+                                [&] { return CreateRange(c, dir, "f", 0, files, threads); });
+  if (create_s < 0) return 1;
   if (create_only && lookups) {
-    const stria::client::LookupBatches::Counters lb0 = c.lookup_batches().counters();
-    t0 = Clock::now();
-    if (!LookupRange(c, dir, files, threads)) return 1;
-    const double lookup_s = Seconds(t0);
-    const stria::client::LookupBatches::Counters lb = c.lookup_batches().counters();
-    printf(
-        "lookup  %d files, %d threads: %.1f s, %.0f ops/s (%llu MDS requests, %llu lookups "
-        "in batches)\n",
-        files, threads, lookup_s, files / lookup_s,
-        static_cast<unsigned long long>(lb.requests - lb0.requests),
-        static_cast<unsigned long long>(lb.batched - lb0.batched));
+    const double lookup_s = Phase("lookup", "lookups", c.lookup_batches(), files, threads,
+                                  [&] { return LookupRange(c, dir, files, threads); });
+    if (lookup_s < 0) return 1;
     printf("RESULT create=%.0f lookup=%.0f\n", files / create_s, files / lookup_s);
     return 0;
   }
@@ -171,7 +173,7 @@ int main(int argc, char** argv) {
       created_during.fetch_add(1);
     }
   });
-  t0 = Clock::now();
+  auto t0 = Clock::now();
   const std::string path = mount + "/" + name;
   DIR* d = opendir(path.c_str());
   if (d == nullptr) return perror(path.c_str()), 1;
