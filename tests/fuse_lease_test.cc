@@ -197,6 +197,40 @@ TEST_F(LeaseTest, AnotherClientRemovesADirectoryRightAfterItsFilesWereUnlinkedIn
   EXPECT_GE(WritebackCounter("queued") - queued0, 39u);
 }
 
+// A batch of lookups (client/entry_batches.h) that names a directory after its first name
+// recalls the write-back grant on it too, as a single lookup of it would: the unlinks the
+// mount answered there reach the MDS before the batch is answered.
+TEST_F(LeaseTest, ALookupBatchRecallsTheGrantOnEachDirectoryItNames) {
+  ASSERT_EQ(mkdir(P("wbl").c_str(), 0755), 0) << strerror(errno);
+  ASSERT_EQ(mkdir(P("wbl/d").c_str(), 0755), 0) << strerror(errno);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(WriteFile(P("wbl/d/f" + std::to_string(i)), Pattern(10, i)), 0);
+  }
+  const uint64_t queued0 = WritebackCounter("queued");
+  for (int i = 0; i < 20; ++i) ASSERT_EQ(unlink(P("wbl/d/f" + std::to_string(i)).c_str()), 0);
+  ASSERT_GE(WritebackCounter("queued") - queued0, 19u) << "answered by the mount";
+  auto parent = Resolve(*g_client, "/wbl");
+  ASSERT_TRUE(parent.ok()) << parent.status().ToString();
+  const uint64_t recalled0 = MdsLeaseCounter("writeback_recalled");
+  proto::LookupRequest req;
+  *req.mutable_cred() = RootCred();
+  req.set_parent(parent->attr().ino());
+  req.set_name("missing");
+  req.add_more_names("d");
+  req.set_negative_ok(true);
+  proto::EntryReply rep;
+  Status st = g_client->MdsCall(proto::OP_MDS_LOOKUP, req, &rep);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(rep.more_size(), 1);
+  EXPECT_EQ(MdsLeaseCounter("writeback_recalled"), recalled0 + 1);
+  client::Metadata md(g_client);
+  auto listed = md.Readdir(RootCred(), {.ino = rep.more(0).attr().ino()});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  for (const proto::DirEntry& e : listed->entries()) {
+    EXPECT_TRUE(e.name() == "." || e.name() == "..") << e.name() << " still listed";
+  }
+}
+
 TEST_F(LeaseTest, LeasedNamesAndAbsencesAnswerWhileTheMdsDoesNot) {
   // Made on mount 1 itself: the root directory is contended after the other tests' changes
   // (mds/leases.h), and only the client changing it keeps getting leases there.
