@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -232,6 +233,10 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
     fuse_session_destroy(se);
     return Fail(a, "cannot install signal handlers", kExitSystem);
   }
+  // libfuse catches SIGPIPE with a handler that does nothing; ignored instead, as in the
+  // MDS and OSS, the transport's splice into a socket need not block and unblock it around
+  // each send (lnet/socket.cc NoSigpipe: four system calls per spliced write request).
+  signal(SIGPIPE, SIG_IGN);
   // FUSE over io_uring, where the kernel has it: the kernel offers it at INIT only if
   // fuse.enable_uring is on by then.
   bool ring = mo.io_uring;
