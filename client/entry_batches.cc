@@ -42,9 +42,9 @@ struct Kind<proto::CreateRequest> {
   static bool InodeOk(const proto::CreateRequest&, const proto::EntryReply& rep) {
     return rep.attr().ino() != 0;
   }
-  // The parent after the batch: each create's reply shows it.
-  static void Complete(const proto::EntryReply& first, proto::EntryReply* one) {
-    *one->mutable_parent_attr() = first.parent_attr();
+  // The parent after the batch (in the reply's own fields): each create's reply shows it.
+  static void Complete(const proto::Attr& parent_attr, proto::EntryReply* one) {
+    *one->mutable_parent_attr() = parent_attr;
   }
 };
 
@@ -66,7 +66,7 @@ struct Kind<proto::LookupRequest> {
   static bool InodeOk(const proto::LookupRequest& r, const proto::EntryReply& rep) {
     return rep.attr().ino() != 0 || r.negative_ok();
   }
-  static void Complete(const proto::EntryReply&, proto::EntryReply*) {}
+  static void Complete(const proto::Attr&, proto::EntryReply*) {}
 };
 
 template <typename Req>
@@ -136,7 +136,7 @@ void EntryBatches<Req>::SendBatch(const Batch& batch) {
   const auto codes = std::move(*rep.mutable_codes());
   rep.clear_more();
   rep.clear_codes();
-  const proto::EntryReply first = rep;  // its batch-wide fields, for Complete
+  const proto::Attr parent_attr = rep.parent_attr();  // for Complete, before rep is moved
   for (size_t i = 0; i < batch.size(); ++i) {
     const auto c = static_cast<Code>(codes[static_cast<int>(i)]);
     const Req& item = *batch[i]->req;
@@ -150,7 +150,7 @@ void EntryBatches<Req>::SendBatch(const Batch& batch) {
       batch[i]->result = ZeroInode<Req>();
       continue;
     }
-    Kind<Req>::Complete(first, &one);
+    Kind<Req>::Complete(parent_attr, &one);
     batch[i]->result = std::move(one);
   }
 }

@@ -209,6 +209,38 @@ std::vector<Result<proto::EntryReply>> LookupAtOnce(StandInMds& mds, Client* cli
   });
 }
 
+// What the requests seen[from..] carried: how many items in all, and the most any carried
+// after its first.
+int MoreOf(const proto::CreateRequest& r) { return r.more_size(); }
+int MoreOf(const proto::LookupRequest& r) { return r.more_names_size(); }
+struct Tally {
+  size_t items = 0;
+  int largest = 0;
+};
+template <typename R>
+Tally TallyOf(const std::vector<R>& seen, size_t from = 0) {
+  Tally t;
+  for (size_t i = from; i < seen.size(); ++i) {
+    t.items += 1 + MoreOf(seen[i]);
+    t.largest = std::max(t.largest, MoreOf(seen[i]));
+  }
+  return t;
+}
+
+// Each of `names` answered as the stand-in answers it alone: a name starting with 'x' with
+// `refused`, any other with its inode.
+void ExpectAnswers(const std::vector<Result<proto::EntryReply>>& results,
+                   const std::vector<std::string>& names, Code refused) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i][0] == 'x') {
+      EXPECT_EQ(results[i].status().code(), refused) << names[i];
+    } else {
+      ASSERT_TRUE(results[i].ok()) << names[i] << ": " << results[i].status().ToString();
+      EXPECT_EQ(results[i]->attr().ino(), InoOf(names[i])) << names[i];
+    }
+  }
+}
+
 // After the held creates went alone, each later one of `names` was the own create of exactly one
 // request (the first of a batch, or alone after a batch was answered for its first only),
 // and at least one of those requests carried others behind it.
@@ -219,13 +251,9 @@ void ExpectEachSentOnceAsItsOwn(const std::vector<proto::CreateRequest>& seen,
   ASSERT_GE(seen.size(), kHeld);
   for (size_t i = 0; i < kHeld; ++i) EXPECT_EQ(seen[i].more_size(), 0);
   std::multiset<std::string> own;
-  int largest = 0;
-  for (size_t i = kHeld; i < seen.size(); ++i) {
-    own.insert(seen[i].name());
-    largest = std::max(largest, seen[i].more_size());
-  }
+  for (size_t i = kHeld; i < seen.size(); ++i) own.insert(seen[i].name());
   EXPECT_EQ(own, later);
-  EXPECT_GE(largest, 1);
+  EXPECT_GE(TallyOf(seen, kHeld).largest, 1);
 }
 
 TEST(CreateBatchesTest, CreatesThatWaitGoAsOneBatchAndEachGetsItsOwnAnswer) {
@@ -252,15 +280,13 @@ TEST(CreateBatchesTest, CreatesThatWaitGoAsOneBatchAndEachGetsItsOwnAnswer) {
   ASSERT_GE(seen.size(), kHeld + 1);
   ASSERT_LE(seen.size(), 2 * kHeld);
   for (size_t i = 0; i < kHeld; ++i) EXPECT_EQ(seen[i].more_size(), 0);
-  size_t carried = 0, batched = 0;
-  int largest = 0;
+  size_t batched = 0;
   for (size_t i = kHeld; i < seen.size(); ++i) {
-    carried += 1 + seen[i].more_size();
     if (seen[i].more_size() > 0) batched += 1 + seen[i].more_size();
-    largest = std::max(largest, seen[i].more_size());
   }
-  EXPECT_EQ(carried, names.size() - kHeld);
-  EXPECT_GE(largest, 2);
+  const Tally t = TallyOf(seen, kHeld);
+  EXPECT_EQ(t.items, names.size() - kHeld);
+  EXPECT_GE(t.largest, 2);
   const CreateBatches::Counters c = client->create_batches().counters();
   EXPECT_EQ(c.requests, seen.size());
   EXPECT_EQ(c.batched, batched);
@@ -274,15 +300,7 @@ TEST(CreateBatchesTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
   auto client = mds.Connect();
   ASSERT_NE(client, nullptr);
   const std::vector<std::string> names = {"f1", "f2", "f3", "x4", "f5"};
-  auto results = CreateAtOnce(mds, client.get(), names);
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i][0] == 'x') {
-      EXPECT_EQ(results[i].status().code(), Code::kExist) << names[i];
-    } else {
-      ASSERT_TRUE(results[i].ok()) << names[i] << ": " << results[i].status().ToString();
-      EXPECT_EQ(results[i]->attr().ino(), InoOf(names[i])) << names[i];
-    }
-  }
+  ExpectAnswers(CreateAtOnce(mds, client.get(), names), names, Code::kExist);
   ExpectEachSentOnceAsItsOwn(mds.seen(), names);
 }
 
@@ -309,10 +327,7 @@ TEST(CreateBatchesTest, ABatchRefusedAsAWholeIsAskedCreateByCreate) {
   for (const auto& r : CreateAtOnce(mds, client.get(), more, kParent + 1)) {
     EXPECT_EQ(r.status().code(), Code::kNoEnt);
   }
-  size_t carried = 0;
-  const std::vector<proto::CreateRequest> seen = mds.seen();
-  for (size_t i = before; i < seen.size(); ++i) carried += 1 + seen[i].more_size();
-  EXPECT_EQ(carried, more.size());
+  EXPECT_EQ(TallyOf(mds.seen(), before).items, more.size());
 }
 
 // A batch that fails in transport leaves nothing known about any create: the error is each
@@ -354,9 +369,7 @@ TEST(CreateBatchesTest, AReplyWithTheWrongNumberOfResultsIsAProtocolError) {
     }
   }
   EXPECT_GE(failed, 2u) << "at least one batch of two or more";
-  size_t carried = 0;
-  for (const proto::CreateRequest& r : mds.seen()) carried += 1 + r.more_size();
-  EXPECT_EQ(carried, names.size()) << "nothing is sent again one by one";
+  EXPECT_EQ(TallyOf(mds.seen()).items, names.size()) << "nothing is sent again one by one";
 }
 
 // A kept batch replays only what it created, each under the inode and layout it got.
@@ -438,15 +451,10 @@ TEST(LookupBatchesTest, LookupsThatWaitGoAsOneBatchAndEachGetsItsOwnAnswer) {
       EXPECT_EQ(results[i]->more_size(), 0);
     }
     const std::vector<proto::LookupRequest> seen = mds.lookups();
-    size_t carried = 0;
-    int largest = 0;
-    for (size_t i = before; i < seen.size(); ++i) {
-      EXPECT_EQ(seen[i].negative_ok(), negative_ok);
-      carried += 1 + seen[i].more_names_size();
-      largest = std::max(largest, seen[i].more_names_size());
-    }
-    EXPECT_EQ(carried, names.size());
-    EXPECT_GE(largest, 2);
+    for (size_t i = before; i < seen.size(); ++i) EXPECT_EQ(seen[i].negative_ok(), negative_ok);
+    const Tally t = TallyOf(seen, before);
+    EXPECT_EQ(t.items, names.size());
+    EXPECT_GE(t.largest, 2);
     EXPECT_LE(seen.size() - before, 2 * LookupBatches::kMaxInFlight);
   }
   EXPECT_EQ(client->lookup_batches().counters().waiting, 0u);
@@ -460,23 +468,11 @@ TEST(LookupBatchesTest, AnMdsFromBeforeBatchesGetsTheRestOneByOne) {
   auto client = mds.Connect();
   ASSERT_NE(client, nullptr);
   const std::vector<std::string> names = {"f1", "f2", "x3", "f4", "f5"};
-  auto results = LookupAtOnce(mds, client.get(), names);
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i][0] == 'x') {
-      EXPECT_EQ(results[i].status().code(), Code::kNoEnt) << names[i];
-    } else {
-      ASSERT_TRUE(results[i].ok()) << names[i] << ": " << results[i].status().ToString();
-      EXPECT_EQ(results[i]->attr().ino(), InoOf(names[i])) << names[i];
-    }
-  }
+  ExpectAnswers(LookupAtOnce(mds, client.get(), names), names, Code::kNoEnt);
   std::multiset<std::string> own;
-  int largest = 0;
-  for (const proto::LookupRequest& r : mds.lookups()) {
-    own.insert(r.name());
-    largest = std::max(largest, r.more_names_size());
-  }
+  for (const proto::LookupRequest& r : mds.lookups()) own.insert(r.name());
   EXPECT_EQ(own, std::multiset<std::string>(names.begin(), names.end()));
-  EXPECT_GE(largest, 1);
+  EXPECT_GE(TallyOf(mds.lookups()).largest, 1);
 }
 
 // A directory that cannot be searched: this MDS answers each name of a batch with why,
@@ -491,17 +487,12 @@ TEST(LookupBatchesTest, ADirectoryThatCannotBeSearchedIsEachNamesAnswer) {
     for (const auto& r : LookupAtOnce(mds, client.get(), names, false, kParent + 1)) {
       EXPECT_EQ(r.status().code(), Code::kNoEnt);
     }
-    size_t carried = 0;
-    int largest = 0;
-    for (const proto::LookupRequest& r : mds.lookups()) {
-      carried += 1 + r.more_names_size();
-      largest = std::max(largest, r.more_names_size());
-    }
-    EXPECT_GE(largest, 1);
+    const Tally t = TallyOf(mds.lookups());
+    EXPECT_GE(t.largest, 1);
     if (kind == Batches::kAnswered) {
-      EXPECT_EQ(carried, names.size()) << "none sent again";
+      EXPECT_EQ(t.items, names.size()) << "none sent again";
     } else {
-      EXPECT_GT(carried, names.size()) << "the batch's later names asked alone";
+      EXPECT_GT(t.items, names.size()) << "the batch's later names asked alone";
     }
   }
 }

@@ -207,6 +207,23 @@ void RereadAttr(const Namespace& ns, proto::Attr* attr) {
   if (auto rec = ns.GetInode(attr->ino()); rec.ok()) FillReply(*rec, attr, nullptr);
 }
 
+// SettleWriters for the inode of each of `attrs` (a lookup batch's replies, a readdirplus's
+// entries), then, once any was settled, every one read again: a writer asked for its
+// closes sends all it gathers, the sizes of later inodes included, so a later one has
+// nothing left to settle and would keep the attributes read before.
+void SettleThenReread(ClientSessions* sessions, LeaseTable* leases, Namespace& ns,
+                      OstGateway* gateway, const std::string& client,
+                      const std::vector<proto::Attr*>& attrs) {
+  bool settled = false;
+  for (const proto::Attr* a : attrs) {
+    settled |= SettleWriters(sessions, leases, ns, gateway, a->ino(), client);
+  }
+  if (!settled) return;
+  for (proto::Attr* a : attrs) {
+    if (a->ino() != 0) RereadAttr(ns, a);
+  }
+}
+
 // Requests that read or change an inode's attributes, named by ino: settled first. A close
 // changes nothing another writer's size report could contradict (sizes only grow there).
 template <typename Req>
@@ -363,36 +380,18 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
             changes.inos.insert(req.ino());
           }
         } else if constexpr (std::is_same_v<Req, proto::LookupRequest>) {
-          // Each name of a batch too (an empty reply, a failed or negative one, has ino 0).
-          // A writer asked for its closes sends all it gathers, sizes of later names
-          // included: once any was settled, every name is read again.
-          if (st.ok()) {
-            bool settled =
-                SettleWriters(sessions, leases, *ns, gateway, rep->attr().ino(), ctx.client_uuid);
-            for (const proto::EntryReply& r : rep->more()) {
-              settled |=
-                  SettleWriters(sessions, leases, *ns, gateway, r.attr().ino(), ctx.client_uuid);
-            }
-            if (settled) {
-              if (rep->attr().ino() != 0) RereadAttr(*ns, rep->mutable_attr());
-              for (proto::EntryReply& r : *rep->mutable_more()) {
-                if (r.attr().ino() != 0) RereadAttr(*ns, r.mutable_attr());
-              }
-            }
+          if (st.ok()) {  // each name of a batch too (a failed or negative one has ino 0)
+            std::vector<proto::Attr*> attrs{rep->mutable_attr()};
+            for (proto::EntryReply& r : *rep->mutable_more()) attrs.push_back(r.mutable_attr());
+            SettleThenReread(sessions, leases, *ns, gateway, ctx.client_uuid, attrs);
           }
         } else if constexpr (std::is_same_v<Req, proto::ReaddirRequest>) {
-          if (st.ok()) {  // as a batch of lookups: once any entry was settled, all are reread
-            bool settled = false;
-            for (const proto::DirEntry& e : rep->entries()) {
-              if (e.has_attr()) {
-                settled |= SettleWriters(sessions, leases, *ns, gateway, e.ino(), ctx.client_uuid);
-              }
+          if (st.ok()) {
+            std::vector<proto::Attr*> attrs;
+            for (proto::DirEntry& e : *rep->mutable_entries()) {
+              if (e.has_attr()) attrs.push_back(e.mutable_attr());
             }
-            if (settled) {
-              for (proto::DirEntry& e : *rep->mutable_entries()) {
-                if (e.has_attr()) RereadAttr(*ns, e.mutable_attr());
-              }
-            }
+            SettleThenReread(sessions, leases, *ns, gateway, ctx.client_uuid, attrs);
           }
         }
         // Before anyone learns of the change, no other client still trusts a cached copy.

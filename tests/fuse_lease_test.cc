@@ -77,6 +77,21 @@ class LeaseTest : public TwoMountTest {
     return at == std::string::npos ? 0 : std::stoull(r.out.substr(at + key.size() + 2));
   }
 
+  // Makes TOP/d with n files and unlinks them through mount 0, which answers them itself
+  // under its write-back grant on TOP/d; returns how many it queued to send behind.
+  uint64_t UnlinkedUnderTheGrant(const std::string& top, int n) const {
+    EXPECT_EQ(mkdir(P(top).c_str(), 0755), 0) << strerror(errno);
+    EXPECT_EQ(mkdir(P(top + "/d").c_str(), 0755), 0) << strerror(errno);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(WriteFile(P(top + "/d/f" + std::to_string(i)), Pattern(10, i)), 0);
+    }
+    const uint64_t queued0 = WritebackCounter("queued");
+    for (int i = 0; i < n; ++i) {
+      EXPECT_EQ(unlink(P(top + "/d/f" + std::to_string(i)).c_str()), 0) << strerror(errno);
+    }
+    return WritebackCounter("queued") - queued0;
+  }
+
   static std::string Slurp(const std::string& path) {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -180,13 +195,7 @@ TEST_F(LeaseTest, NothingTheMountAsksTheMdsOvertakesItsWrittenBackUnlinks) {
 TEST_F(LeaseTest, AnotherClientRemovesADirectoryRightAfterItsFilesWereUnlinkedInIt) {
   // The rmdir names the directory's parent only: the MDS recalls the grant on the directory
   // the name is too, and finds it empty.
-  ASSERT_EQ(mkdir(P("wbr").c_str(), 0755), 0) << strerror(errno);
-  ASSERT_EQ(mkdir(P("wbr/d").c_str(), 0755), 0) << strerror(errno);
-  for (int i = 0; i < 40; ++i) {
-    ASSERT_EQ(WriteFile(P("wbr/d/f" + std::to_string(i)), Pattern(10, i)), 0);
-  }
-  const uint64_t queued0 = WritebackCounter("queued");
-  for (int i = 0; i < 40; ++i) ASSERT_EQ(unlink(P("wbr/d/f" + std::to_string(i)).c_str()), 0);
+  const uint64_t queued = UnlinkedUnderTheGrant("wbr", 40);
   // Through libstria: a lookup of wbr, then the rmdir of d in it (no request names d).
   auto parent = Resolve(*g_client, "/wbr");
   ASSERT_TRUE(parent.ok()) << parent.status().ToString();
@@ -194,21 +203,14 @@ TEST_F(LeaseTest, AnotherClientRemovesADirectoryRightAfterItsFilesWereUnlinkedIn
   auto removed = md.Unlink(RootCred(), parent->attr().ino(), "d", /*is_dir=*/true);
   EXPECT_TRUE(removed.ok()) << removed.status().ToString();
   EXPECT_FALSE(Exists(P("wbr/d")));
-  EXPECT_GE(WritebackCounter("queued") - queued0, 39u);
+  EXPECT_GE(queued, 39u);
 }
 
 // A batch of lookups (client/entry_batches.h) that names a directory after its first name
 // recalls the write-back grant on it too, as a single lookup of it would: the unlinks the
 // mount answered there reach the MDS before the batch is answered.
 TEST_F(LeaseTest, ALookupBatchRecallsTheGrantOnEachDirectoryItNames) {
-  ASSERT_EQ(mkdir(P("wbl").c_str(), 0755), 0) << strerror(errno);
-  ASSERT_EQ(mkdir(P("wbl/d").c_str(), 0755), 0) << strerror(errno);
-  for (int i = 0; i < 20; ++i) {
-    ASSERT_EQ(WriteFile(P("wbl/d/f" + std::to_string(i)), Pattern(10, i)), 0);
-  }
-  const uint64_t queued0 = WritebackCounter("queued");
-  for (int i = 0; i < 20; ++i) ASSERT_EQ(unlink(P("wbl/d/f" + std::to_string(i)).c_str()), 0);
-  ASSERT_GE(WritebackCounter("queued") - queued0, 19u) << "answered by the mount";
+  ASSERT_GE(UnlinkedUnderTheGrant("wbl", 20), 19u) << "answered by the mount";
   auto parent = Resolve(*g_client, "/wbl");
   ASSERT_TRUE(parent.ok()) << parent.status().ToString();
   const uint64_t recalled0 = MdsLeaseCounter("writeback_recalled");
