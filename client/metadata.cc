@@ -48,6 +48,27 @@ Result<proto::EntryReply> Metadata::Lookup(const Cred& cred, uint64_t parent,
   return client_->lookup_batches().Send(req);
 }
 
+Result<proto::EntryReply> Metadata::LookupOpen(const Cred& cred, uint64_t parent,
+                                               std::string_view name, uint32_t open_flags,
+                                               bool negative_ok) {
+  STRIA_RETURN_IF_ERROR(CheckName(name));
+  proto::LookupRequest req;
+  *req.mutable_cred() = cred;
+  req.set_parent(parent);
+  req.set_name(std::string(name));
+  req.set_negative_ok(negative_ok);
+  req.set_open(true);
+  req.set_open_flags(open_flags);
+  STRIA_ASSIGN_OR_RETURN(auto rep, Call<proto::EntryReply>(proto::OP_MDS_LOOKUP, req));
+  if (rep.attr().ino() == 0 && !negative_ok) {
+    return Status(Code::kProtocol, "MDS lookup returned inode 0");
+  }
+  if (rep.has_open() && (rep.open().handle() == 0 || rep.open().attr().ino() != rep.attr().ino())) {
+    return Status(Code::kProtocol, "MDS lookup returned an open of another inode, or no handle");
+  }
+  return rep;
+}
+
 Result<proto::EntryReply> Metadata::Create(const Cred& cred, const CreateArgs& args) {
   STRIA_RETURN_IF_ERROR(CheckName(args.name));
   proto::CreateRequest req;

@@ -44,6 +44,12 @@ class Metadata {
   // lease covering its absence) instead of kNoEnt.
   Result<proto::EntryReply> Lookup(const Cred& cred, uint64_t parent, std::string_view name,
                                    bool negative_ok = false);
+  // Lookup with open intent: a regular file found is also opened read-only with open_flags
+  // (O_ACCMODE O_RDONLY, no O_TRUNC), its reply in EntryReply.open, unless the open was
+  // refused or the MDS is older than intents (then no EntryReply.open: open it with Open).
+  // Sent alone, never batched. The handle is the caller's to close (Close, CloseBatch).
+  Result<proto::EntryReply> LookupOpen(const Cred& cred, uint64_t parent, std::string_view name,
+                                       uint32_t open_flags, bool negative_ok = false);
 
   struct CreateArgs {
     uint64_t parent = 0;

@@ -280,6 +280,33 @@ void GrantLeases(LeaseTable& leases, const ClientSessions* sessions, const std::
   }
 }
 
+// LOOKUP with open (LookupRequest.open, checked read-only by the op): the regular file found
+// is opened as OP_MDS_OPEN opens it, and counted as one; its reply goes in EntryReply.open.
+// An open refused (the mode bits, a file unlinked since the lookup read it) leaves the
+// lookup's answer without one: the kernel's open then asks on its own and gets the error.
+void OpenWithLookup(Namespace& ns, const MdsServiceOptions& options, ClientSessions* sessions,
+                    MdStats* md, const lnet::RpcContext& ctx, const proto::LookupRequest& req,
+                    proto::EntryReply* rep) {
+  if (!req.open() || rep->attr().ino() == 0 || !S_ISREG(rep->attr().mode())) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  proto::OpenRequest open;
+  *open.mutable_cred() = req.cred();
+  open.set_ino(rep->attr().ino());
+  open.set_flags(req.open_flags());
+  proto::OpenReply* opened = rep->mutable_open();
+  Status st = Open(ns, open, opened);
+  CountMdRequest(md, proto::OP_MDS_OPEN, open, JobOf(open), UsecsSince(t0));
+  if (!st.ok()) {
+    rep->clear_open();
+    return;
+  }
+  const uint32_t capa_ops =
+      options.capa ? GrantCapabilities(*options.capa, ns, ctx, open, opened) : 0;
+  if (sessions) {
+    sessions->Opened(ctx.client_uuid, opened->handle(), open.ino(), capa_ops, /*writer=*/false);
+  }
+}
+
 }  // namespace
 
 template <typename Req, typename Rep>
@@ -420,6 +447,9 @@ void MdsService::Add(lnet::RpcServer* server, proto::Opcode op,
         }
         const uint32_t capa_ops =
             options.capa ? GrantCapabilities(*options.capa, *ns, ctx, req, rep) : 0;
+        if constexpr (std::is_same_v<Req, proto::LookupRequest>) {
+          OpenWithLookup(*ns, options, sessions, md.get(), ctx, req, rep);
+        }
         if (sessions) {
           if constexpr (std::is_same_v<Req, proto::OpenRequest>) {
             sessions->Opened(ctx.client_uuid, rep->handle(), req.ino(), capa_ops,

@@ -371,6 +371,32 @@ TEST(LookupTest, ABatchInADirectoryThatCannotBeSearchedAnswersEachName) {
   EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kInval);
 }
 
+TEST(LookupTest, AnOpenIntentIsReadOnlyAndForASingleName) {
+  MdsFixture f;
+  f.AddOsts(1);
+  f.Mkfile(kRootIno, "f", 0644);
+  proto::LookupRequest req;
+  *req.mutable_cred() = Root();
+  req.set_parent(kRootIno);
+  req.set_name("f");
+  req.set_open(true);
+  for (uint32_t flags : {uint32_t{O_RDONLY}, uint32_t{O_RDONLY | O_NONBLOCK}}) {
+    req.set_open_flags(flags);
+    proto::EntryReply rep;
+    EXPECT_TRUE(Lookup(f.ns(), req, &rep).ok()) << flags;
+    EXPECT_NE(rep.attr().ino(), 0u);
+  }
+  for (uint32_t flags : {uint32_t{O_WRONLY}, uint32_t{O_RDWR}, uint32_t{O_RDONLY | O_TRUNC}}) {
+    req.set_open_flags(flags);
+    proto::EntryReply rep;
+    EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kInval) << flags;
+  }
+  req.set_open_flags(O_RDONLY);
+  req.add_more_names("g");
+  proto::EntryReply rep;
+  EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kInval);
+}
+
 TEST(SetattrTest, ModeOwnerSizeTimes) {
   MdsFixture f;
   f.AddOsts(1);

@@ -2,8 +2,10 @@
 // for this file. Files are created with explicit layouts (OP_MDS_CREATE), written and read
 // through Client's striping, and the OST objects are read back directly to check that every
 // byte landed in the object and offset RAID-0 says it should.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "client/client.h"
+#include "client/metadata.h"
 #include "common/layout.h"
 #include "tests/harness/client_util.h"
 #include "tests/harness/cluster.h"
@@ -289,6 +292,58 @@ TEST_F(ClusterClientTest, CloseReportsSizeAndSetattrTruncates) {
   truncate(200'000);
   want.resize(200'000, 0);
   EXPECT_EQ(FirstDiff(ReadAll(l, 200'000), want), -1);
+}
+
+// LookupRequest.open (client/fuse/pre_opens.h): the MDS opens a regular file it finds as
+// OP_MDS_OPEN would, with the access checked, and the handle keeps the file when it is
+// unlinked until it is closed.
+TEST_F(ClusterClientTest, ALookupWithOpenIntentOpensTheFileAsAnOpenWould) {
+  client::Metadata md(g_client);
+  const uint64_t ino = Create("intent", Raid0(1, kS)).attr().ino();
+  auto found = md.LookupOpen(RootCred(), 1, "intent", O_RDONLY);
+  ASSERT_TRUE(found.ok()) << found.status().ToString();
+  EXPECT_EQ(found->attr().ino(), ino);
+  ASSERT_TRUE(found->has_open());
+  const uint64_t handle = found->open().handle();
+  EXPECT_NE(handle, 0u);
+  EXPECT_EQ(found->open().layout().objects_size(), 1);
+
+  ASSERT_TRUE(md.Unlink(RootCred(), 1, "intent", /*is_dir=*/false).ok());
+  EXPECT_TRUE(md.Getattr(RootCred(), ino).ok()) << "kept for the lookup's open";
+  client::Metadata::CloseArgs close;
+  close.ino = ino;
+  close.handle = handle;
+  ASSERT_TRUE(md.Close(RootCred(), close).ok());
+  Status gone;
+  for (int i = 0; i < 500 && gone.ok(); ++i) {
+    gone = md.Getattr(RootCred(), ino).status();
+    if (gone.ok()) usleep(10'000);
+  }
+  EXPECT_EQ(gone.code(), Code::kNoEnt) << "gone with its last close";
+
+  // What the open refuses is looked up without one; a write is not an intent.
+  proto::Credentials user;
+  user.set_uid(4242);
+  user.set_gid(4242);
+  Create("private", Raid0(1, kS));
+  proto::SetattrRequest chmod;
+  chmod.set_ino(md.Lookup(RootCred(), 1, "private")->attr().ino());
+  chmod.set_valid(proto::SETATTR_MODE);
+  chmod.mutable_attr()->set_mode(S_IFREG | 0600);
+  ASSERT_TRUE(md.Setattr(RootCred(), chmod).ok());
+  auto refused = md.LookupOpen(user, 1, "private", O_RDONLY);
+  ASSERT_TRUE(refused.ok()) << refused.status().ToString();
+  EXPECT_NE(refused->attr().ino(), 0u);
+  EXPECT_FALSE(refused->has_open()) << "mode 0600: no read access for uid 4242";
+  client::Metadata::CreateArgs mkdir;
+  mkdir.parent = 1;
+  mkdir.name = "intent-dir";
+  mkdir.mode = S_IFDIR | 0755;
+  ASSERT_TRUE(md.Create(RootCred(), mkdir).ok());
+  auto dir = md.LookupOpen(RootCred(), 1, "intent-dir", O_RDONLY);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  EXPECT_FALSE(dir->has_open()) << "directories are opened on their own";
+  EXPECT_EQ(md.LookupOpen(RootCred(), 1, "private", O_RDWR).status().code(), Code::kInval);
 }
 
 TEST_F(ClusterClientTest, UnlinkDestroysObjects) {

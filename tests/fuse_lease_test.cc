@@ -58,8 +58,12 @@ class LeaseTest : public TwoMountTest {
 
   // The sum over both mounts of a `llite.*.unlink_writeback` counter.
   static uint64_t WritebackCounter(const std::string& key) {
+    return LliteSum("unlink_writeback", key);
+  }
+  // The sum over both mounts of a counter of `llite.*.PARAM`.
+  static uint64_t LliteSum(const std::string& param, const std::string& key) {
     CommandResult r = RunCommand({BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n",
-                                  "llite.leasefs-*.unlink_writeback"});
+                                  "llite.leasefs-*." + param});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     uint64_t sum = 0;
     for (size_t at = r.out.find(key + ": "); at != std::string::npos;
@@ -334,6 +338,74 @@ TEST_F(LeaseTest, AMountThatStopsAnsweringLosesItsLeasesAndItsCache) {
                 10),
             0)
       << nid;
+}
+
+// Open intents (client/fuse/pre_opens.h): mount 1 reads files that mount 0 wrote. After
+// the first two, each lookup brings the file's open with it and the kernel's OPEN takes it,
+// one MDS round trip per cold open instead of two. A stat-only scan that follows wastes a
+// few such opens, stops asking, and leaves none open: an unlinked file it looked at goes.
+TEST_F(LeaseTest, ReadsTakeTheOpenThatTheirLookupBrought) {
+  ASSERT_EQ(mkdir(P("oi").c_str(), 0755), 0) << strerror(errno);
+  auto name = [](int i) { return "oi/f" + std::to_string(i); };
+  for (int i = 0; i < 30; ++i) ASSERT_EQ(WriteFile(P(name(i)), Pattern(5000, i)), 0);
+  const uint64_t used0 = LliteSum("open_intents", "used");
+  const uint64_t wasted0 = LliteSum("open_intents", "wasted");
+  for (int i = 0; i < 12; ++i) {
+    std::vector<uint8_t> got;
+    ASSERT_EQ(ReadFile(Q(name(i)), &got), 0);
+    EXPECT_EQ(got, Pattern(5000, i)) << name(i);
+  }
+  EXPECT_GE(LliteSum("open_intents", "used") - used0, 10u);
+  EXPECT_EQ(LliteSum("open_intents", "wasted"), wasted0);
+
+  const ino_t looked_at = Stat(Q(name(12))).st_ino;
+  for (int i = 13; i < 30; ++i) EXPECT_EQ(Stat(Q(name(i))).st_size, 5000) << name(i);
+  for (int i = 0; i < 500 && LliteSum("open_intents", "pending") > 0; ++i) usleep(10'000);
+  EXPECT_EQ(LliteSum("open_intents", "pending"), 0u) << "closed once their time was up";
+  const uint64_t wasted = LliteSum("open_intents", "wasted") - wasted0;
+  EXPECT_GE(wasted, 1u);
+  EXPECT_LE(wasted, 7u) << "the scan stops asking for opens";
+
+  ASSERT_EQ(unlink(P(name(12)).c_str()), 0) << strerror(errno);
+  client::Metadata md(g_client);
+  Status gone;
+  for (int i = 0; i < 500 && gone.ok(); ++i) {
+    gone = md.Getattr(RootCred(), looked_at).status();
+    if (gone.ok()) usleep(10'000);
+  }
+  EXPECT_EQ(gone.code(), Code::kNoEnt) << "no open of the scan's lookup kept it";
+}
+
+// An open that a lookup brought is dropped when another mount changes the file before the
+// kernel's OPEN has taken it: that OPEN then asks the MDS and sees the change
+// (close-to-open), here an append made in between.
+TEST_F(LeaseTest, AnOpenALookupBroughtGoesWhenAnotherMountChangesTheFile) {
+  ASSERT_EQ(mkdir(P("oc").c_str(), 0755), 0) << strerror(errno);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_EQ(WriteFile(P("oc/f" + std::to_string(i)), Pattern(1000, i)), 0);
+  }
+  ASSERT_EQ(WriteFile(P("oc/target"), Pattern(1000, 7)), 0);
+  for (int i = 0; i < 4; ++i) {  // the directory's lookups now bring opens
+    std::vector<uint8_t> got;
+    ASSERT_EQ(ReadFile(Q("oc/f" + std::to_string(i)), &got), 0);
+  }
+  const uint64_t used0 = LliteSum("open_intents", "used");
+  const uint64_t wasted0 = LliteSum("open_intents", "wasted");
+  EXPECT_EQ(Stat(Q("oc/target")).st_size, 1000);
+  EXPECT_EQ(LliteSum("open_intents", "pending"), 1u) << "the stat's lookup brought an open";
+
+  const auto more = Pattern(500, 8);
+  const int fd = open(P("oc/target").c_str(), O_WRONLY | O_APPEND);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  ASSERT_EQ(write(fd, more.data(), more.size()), static_cast<ssize_t>(more.size()));
+  ASSERT_EQ(close(fd), 0);
+
+  std::vector<uint8_t> want = Pattern(1000, 7), got;
+  want.insert(want.end(), more.begin(), more.end());
+  ASSERT_EQ(ReadFile(Q("oc/target"), &got), 0);
+  EXPECT_EQ(got, want) << "the open must see the append";
+  EXPECT_EQ(LliteSum("open_intents", "used"), used0) << "the open asked the MDS";
+  EXPECT_EQ(LliteSum("open_intents", "wasted"), wasted0 + 1);
 }
 
 }  // namespace

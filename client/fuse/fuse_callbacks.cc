@@ -37,7 +37,7 @@ void Init(void* userdata, fuse_conn_info* conn) { static_cast<StriaFs*>(userdata
 
 void Lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   fuse_entry_param e;
-  Status st = Fs(req)->DoLookup(req, parent, name, &e);
+  Status st = Fs(req)->DoLookup(req, parent, name, &e, /*open_intent=*/true);
   if (!st.ok()) return ReplyErr(req, st);
   ReplyEntry(req, e);
 }

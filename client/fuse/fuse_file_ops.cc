@@ -17,7 +17,8 @@
 namespace stria::client::fuse {
 
 Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
-                           const proto::EntryReply* created, fuse_file_info* fi) {
+                           const proto::EntryReply* created, fuse_file_info* fi,
+                           const proto::OpenReply* opened) {
   const bool just_created = created != nullptr;
   const proto::Credentials cred = Cred(req);
   proto::OpenReply rep;
@@ -28,6 +29,9 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
     *rep.mutable_layout() = created->layout();
     rep.set_handle(created->handle());
     if (created->has_capa()) *rep.mutable_capa() = created->capa();
+  } else if (opened != nullptr) {
+    // The MDS opened it with the lookup (TakePreOpen: never while this mount held the size).
+    rep = *opened;
   } else {
     const auto open_flags = static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL));
     std::shared_ptr<Inode> known = inodes_.Get(ino);
@@ -185,9 +189,98 @@ void StriaFs::RegisterLocalOpen(FileHandle* fh) {
   }
 }
 
+void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred,
+                          proto::OpenReply opened) {
+  auto p = std::make_shared<PreOpen>();
+  p->parent = parent;
+  p->ino = opened.attr().ino();
+  p->cred = cred;
+  p->reply = std::move(opened);
+  // A restarted MDS gets it back with this mount's other opens (client/session.h).
+  if (mds_session_ != nullptr) mds_session_->Opened(p->reply.handle(), p->ino, /*writer=*/false);
+  std::shared_ptr<Inode> inode = inodes_.Get(p->ino);
+  // Taken only under the attribute lease that came with it, for as long as the pre-open is
+  // held: another client's change (its write-open included) revokes the lease first, and
+  // the revocation drops the pre-open (AttrLeasesRevoked), so an OPEN never takes an open
+  // older than a change it should see (close-to-open). Without such a lease (another
+  // client writes the file, or a revocation crossed the reply: AttrTimeout) and where this
+  // mount holds the size (the open's may be older than what it reports), none is set.
+  const auto margin = std::chrono::milliseconds(options_.open_intent_ms);
+  const bool set = inode && !inode->HoldsSize() && leases_ != nullptr &&
+                   leases_->WithAttrLease(p->ino, margin, [&] { inode->set_pre_open(p); });
+  pre_opens_.Hold(p);  // closed unless taken in open_intent_ms
+  if (!set && pre_opens_.Claim(*p)) pre_opens_.Discard(*p);
+}
+
+void StriaFs::AttrLeasesRevoked(const std::vector<uint64_t>& inos) {
+  local_opens_.RegisterInodes(inos);
+  DropPreOpensOf(inos);
+}
+
+void StriaFs::DropPreOpensOf(const std::vector<uint64_t>& inos) {
+  for (uint64_t ino : inos) {
+    std::shared_ptr<Inode> inode = inodes_.Get(ino);
+    std::shared_ptr<PreOpen> p = inode ? inode->TakePreOpen() : nullptr;
+    if (p && pre_opens_.Claim(*p)) pre_opens_.Discard(*p);
+  }
+}
+
+namespace {
+
+bool SameUser(const proto::Credentials& a, const proto::Credentials& b) {
+  return a.uid() == b.uid() && a.gid() == b.gid() &&
+         std::equal(a.groups().begin(), a.groups().end(), b.groups().begin(), b.groups().end());
+}
+
+}  // namespace
+
+std::shared_ptr<PreOpen> StriaFs::TakePreOpen(fuse_req_t req, uint64_t ino, int flags) {
+  std::shared_ptr<Inode> inode = inodes_.Get(ino);
+  if (!inode) return nullptr;
+  const bool read_only = (flags & O_ACCMODE) == O_RDONLY && !(flags & O_TRUNC);
+  std::shared_ptr<PreOpen> p = inode->TakePreOpen();
+  if (!p) {
+    const uint64_t dir = inode->looked_up_in.exchange(0);
+    if (dir != 0 && read_only) pre_opens_.OpenedAfterLookup(dir);
+    return nullptr;
+  }
+  if (!pre_opens_.Claim(*p)) return nullptr;  // closed unused meanwhile
+  // The MDS checked read access for the lookup's user: another user, or another access,
+  // asks for itself. So does an open of a file this mount started writing since.
+  if (!read_only || !SameUser(p->cred, Cred(req)) || inode->HoldsSize()) {
+    pre_opens_.Discard(*p);
+    return nullptr;
+  }
+  pre_opens_.Used(*p);
+  return p;
+}
+
+void StriaFs::ClosePreOpen(const PreOpen& p) {
+  const uint64_t handle = p.reply.handle();
+  if (mds_session_ != nullptr) mds_session_->Closed(handle);
+  if (options_.close_gather_ms > 0) {
+    proto::CloseRequest c;
+    *c.mutable_cred() = p.cred;
+    c.set_ino(p.ino);
+    c.set_handle(handle);
+    closes_.Add(std::move(c));
+    return;
+  }
+  Metadata::CloseArgs ca;
+  ca.ino = p.ino;
+  ca.handle = handle;
+  if (auto r = md_.Close(p.cred, ca); !r.ok()) {
+    LOG_WARN("inode {}: closing the open made with its lookup (handle {}): {}", p.ino, handle,
+             r.status().ToString());
+  }
+}
+
 Status StriaFs::DoOpen(fuse_req_t req, uint64_t ino, fuse_file_info* fi) {
   LliteOp counted(&llite_, kLlOpen);
   if (OpenLocally(req, ino, fi->flags, fi)) return Status::Ok();
+  if (std::shared_ptr<PreOpen> p = TakePreOpen(req, ino, fi->flags)) {
+    return OpenHandle(req, ino, fi->flags, /*created=*/nullptr, fi, &p->reply);
+  }
   return OpenHandle(req, ino, fi->flags, /*created=*/nullptr, fi);
 }
 

@@ -113,8 +113,8 @@ double StriaFs::AttrTimeout(uint64_t ino, uint32_t attr_lease_ms,
   return leases_->AttrTimeout(ino, attr_lease_ms, stamp);
 }
 
-Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
-                         fuse_entry_param* e) {
+Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse_entry_param* e,
+                         bool open_intent) {
   const LeaseCache::Stamp stamp = LeaseBegin();
   const bool leased = leases_ != nullptr && leases_->enabled();
   if (double t = 0; leased && leases_->KnownAbsent(parent, name, &t)) {
@@ -123,8 +123,14 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
     e->entry_timeout = t;
     return Status::Ok();
   }
+  const proto::Credentials cred = Cred(req);
+  // In a directory whose files are opened once found, the MDS opens it with the lookup.
+  // (Kept only under an attribute lease: KeepPreOpen.)
+  const bool intent = open_intent && leased && pre_opens_.Wanted(parent);
   STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
-                         md_.Lookup(Cred(req), parent, name, /*negative_ok=*/leased));
+                         intent
+                             ? md_.LookupOpen(cred, parent, name, O_RDONLY, /*negative_ok=*/leased)
+                             : md_.Lookup(cred, parent, name, /*negative_ok=*/leased));
   if (rep.attr().ino() == 0) {
     // No such name: under an entry lease the kernel keeps the absence (a negative entry).
     const double t = leases_->EntryTimeout(parent, name, rep.entry_lease_ms(), stamp);
@@ -136,6 +142,11 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name,
     return Status::Ok();
   }
   FillEntry(rep, parent, name, stamp, e);
+  if (rep.has_open()) {
+    KeepPreOpen(parent, cred, std::move(*rep.mutable_open()));
+  } else if (open_intent && S_ISREG(rep.attr().mode())) {
+    if (auto inode = inodes_.Get(rep.attr().ino())) inode->looked_up_in.store(parent);
+  }
   return Status::Ok();
 }
 
@@ -231,6 +242,9 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
                           FileHandle* fh, struct stat* out) {
   LliteOp counted(&llite_, kLlSetattr);
   dir_attrs_.Drop(ino);
+  // An open its lookup brought shows the file from before this change (the MDS revokes
+  // the other mounts' leases, not this one's).
+  DropPreOpensOf({ino});
   // A read's atime or a write's size waiting in a gathered close, or for the write itself,
   // goes first: it must not land after this (a size report after a truncate would grow the file
   // back).

@@ -43,6 +43,7 @@
 #include "client/fuse/local_opens.h"
 #include "client/fuse/lock_waiters.h"
 #include "client/fuse/mount_options.h"
+#include "client/fuse/pre_opens.h"
 #include "client/fuse/unlink_writeback.h"
 #include "client/metadata.h"
 #include "client/session.h"
@@ -74,6 +75,10 @@ struct FsOptions {
   // open asks the MDS. Only on a mount whose closes are gathered, and never where the
   // cluster has a key (capabilities): an open then brings the OSS capabilities.
   int open_register_ms = 0;
+  // A lookup in a directory whose files are then opened read-only opens the file at the MDS
+  // too (LookupRequest.open), and the kernel's OPEN takes that open within this long; one
+  // not taken by then is closed (pre_opens.h). 0: every open is its own MDS request.
+  int open_intent_ms = 1000;
   bool capabilities = false;  // the cluster has a key (the mount's key ring is not empty)
   // The kernel hands over the data of a WRITE through a pipe (splice, FUSE_CAP_SPLICE_READ)
   // and stria-fuse reads it once into the buffer the write-behind sends from, instead of
@@ -105,11 +110,17 @@ class StriaFs {
   void FlushClosesOf(Inode& inode);
   CloseBatcher::Counters close_counters() const { return closes_.counters(); }
   // A revocation of these inodes' attribute leases: the MDS hears of their opens made
-  // without it before the revocation is answered (local_opens.h).
-  void RegisterOpensOf(const std::vector<uint64_t>& inos) { local_opens_.RegisterInodes(inos); }
+  // without it before the revocation is answered (local_opens.h), and the opens their
+  // lookups brought are closed (pre_opens.h: they may no longer show the file as it is).
+  void AttrLeasesRevoked(const std::vector<uint64_t>& inos);
+  // The mount lost its leases: no open a lookup brought is taken any more.
+  void DropPreOpens() { pre_opens_.DiscardAll(); }
   LocalOpens::Counters local_open_counters() const { return local_opens_.counters(); }
   // At unmount, before the MDS session goes: no registration runs after.
   void StopLocalOpens() { local_opens_.Stop(); }
+  PreOpens::Counters pre_open_counters() const { return pre_opens_.counters(); }
+  // At unmount, before the last gathered closes go: the pre-opens still held join them.
+  void StopPreOpens() { pre_opens_.Stop(); }
 
   // Unlinks answered here under the MDS's write-back grants and sent behind
   // (unlink_writeback.h): on a mount with leases and default_permissions and without local
@@ -131,7 +142,9 @@ class StriaFs {
 
   // ---- namespace (fuse_ops.cc) ----
   void Init(fuse_conn_info* conn);
-  Status DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse_entry_param* e);
+  // open_intent: the kernel's LOOKUP, which an OPEN of what it finds may follow (PreOpens).
+  Status DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse_entry_param* e,
+                  bool open_intent = false);
   // *timeout: how long the kernel may keep the attributes.
   Status DoGetattr(fuse_req_t req, uint64_t ino, struct stat* st, double* timeout);
   Status DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr, int to_set,
@@ -219,10 +232,20 @@ class StriaFs {
   double AttrTimeout(uint64_t ino, uint32_t attr_lease_ms, const LeaseCache::Stamp& stamp);
 
  private:
-  // Opens an MDS handle on `ino` (or takes the one `created` granted with the create), builds
-  // the FileHandle and applies O_TRUNC.
+  // Opens an MDS handle on `ino` (or takes the one `created` granted with the create, or
+  // the open `opened` that the MDS made with the lookup), builds the FileHandle and applies
+  // O_TRUNC.
   Status OpenHandle(fuse_req_t req, uint64_t ino, int flags, const proto::EntryReply* created,
-                    fuse_file_info* fi);
+                    fuse_file_info* fi, const proto::OpenReply* opened = nullptr);
+  // The lookup's open of a file (EntryReply.open), held for the kernel's OPEN (pre_opens.h).
+  void KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto::OpenReply opened);
+  // Closes the pre-opens held on these inodes.
+  void DropPreOpensOf(const std::vector<uint64_t>& inos);
+  // The pre-open the kernel's OPEN of `ino` with `flags` can take, else null (none, closed
+  // unused already, or not for this open: then closed now).
+  std::shared_ptr<PreOpen> TakePreOpen(fuse_req_t req, uint64_t ino, int flags);
+  // PreOpens' close of one not taken: with the gathered closes.
+  void ClosePreOpen(const PreOpen& p);
   // Sends this client's size for fh's file to the MDS (OP_MDS_CLOSE); close=true also
   // closes the MDS open handle; sync=true (fsync, O_SYNC) makes the MDS sync it before the
   // reply, else it is durable with the MDS's next sync (as the data with the OSTs').
@@ -316,6 +339,11 @@ class StriaFs {
   // Closes that report nothing, sent together (close_batcher.h).
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
                       [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};
+  // Opens made with lookups, for the kernel's OPENs (pre_opens.h). After closes_: those it
+  // closes as it goes join the gathered closes.
+  PreOpens pre_opens_{
+      std::chrono::milliseconds(options_.open_register_ms > 0 ? 0 : options_.open_intent_ms),
+      [this](const PreOpen& p) { ClosePreOpen(p); }};
   // Work that close(2)s left to their files' writes (DeferUntilWritten): the tickets of
   // those not yet done. Bounded, as the bytes they wait for are kept in memory and
   // FlushCloses waits for them.

@@ -69,6 +69,16 @@ void Inode::set_attr(const proto::Attr& attr) {
   attr_ = std::move(copy);
 }
 
+std::shared_ptr<PreOpen> Inode::TakePreOpen() {
+  std::lock_guard lock(mu_);
+  return std::move(pre_open_);
+}
+
+void Inode::set_pre_open(std::shared_ptr<PreOpen> p) {
+  std::lock_guard lock(mu_);
+  pre_open_ = std::move(p);
+}
+
 std::shared_ptr<const std::string> Inode::open_data() const {
   std::lock_guard lock(mu_);
   return open_data_;

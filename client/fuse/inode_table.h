@@ -27,6 +27,8 @@ namespace stria::client::fuse {
 
 inline constexpr uint64_t kRootIno = 1;
 
+struct PreOpen;  // pre_opens.h
+
 struct Inode {
   explicit Inode(uint64_t ino_) : ino(ino_) {}
 
@@ -124,11 +126,21 @@ struct Inode {
   void set_open_data(std::shared_ptr<const std::string> data);
   void DropOpenData() { set_open_data(nullptr); }
 
+  // An open the MDS made with the lookup that found this file (pre_opens.h), for the
+  // kernel's OPEN to take; TakePreOpen leaves none. A later one replaces it (PreOpens closes
+  // the one replaced, unclaimed, when its time is up).
+  std::shared_ptr<PreOpen> TakePreOpen();
+  void set_pre_open(std::shared_ptr<PreOpen> p);
+  // The directory of the latest lookup without open intent that found this file (0: none
+  // since the last open): an open that follows raises the directory's score (PreOpens).
+  std::atomic<uint64_t> looked_up_in{0};
+
  private:
   mutable std::mutex mu_;
   std::shared_ptr<const proto::Layout> layout_;  // guarded by mu_
   std::shared_ptr<const std::string> open_data_;  // guarded by mu_
   std::shared_ptr<const proto::Attr> attr_;       // guarded by mu_
+  std::shared_ptr<PreOpen> pre_open_;             // guarded by mu_
 };
 
 class InodeTable {

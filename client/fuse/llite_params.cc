@@ -56,6 +56,11 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
     return fmt::format("opened: {}\nwithdrawn: {}\nregistered: {}\npending: {}\n", c.opened,
                        c.withdrawn, c.registered, c.pending);
   };
+  out[llite + ".open_intents"] = [this] {
+    const PreOpens::Counters c = pre_opens_.counters();
+    return fmt::format("opened: {}\nused: {}\nwasted: {}\npending: {}\n", c.held, c.used, c.wasted,
+                       c.pending);
+  };
   if (unlink_wb_) {
     out[llite + ".unlink_writeback"] = [this] {
       const UnlinkWriteback::Counters c = unlink_wb_->counters();

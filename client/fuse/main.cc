@@ -183,6 +183,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   fs_opts.lazy_statfs = mo.lazy_statfs;
   fs_opts.close_gather_ms = mo.close_gather_ms;
   fs_opts.open_register_ms = mo.open_register_ms;
+  fs_opts.open_intent_ms = mo.open_intent_ms;
   fs_opts.capabilities = cfg.rpc.keys != nullptr;
   fs_opts.splice_writes = mo.splice_writes;
   if (fs_opts.splice_writes && !PipesHoldWrites(fs_opts.max_write)) {
@@ -211,9 +212,11 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
                                     .keys = cfg.rpc.keys});
   leases.set_flush_closes([&fs] { fs.FlushCloses(); });
   leases.set_on_revoked_inodes(
-      [&fs](const std::vector<uint64_t>& inos) { fs.RegisterOpensOf(inos); });
-  leases.set_on_revoked_dirs(
-      [&fs](const std::vector<uint64_t>& dirs, bool all) { fs.RecallUnlinks(dirs, all); });
+      [&fs](const std::vector<uint64_t>& inos) { fs.AttrLeasesRevoked(inos); });
+  leases.set_on_revoked_dirs([&fs](const std::vector<uint64_t>& dirs, bool all) {
+    fs.RecallUnlinks(dirs, all);
+    if (all) fs.DropPreOpens();
+  });
   if (Status st = leases.Start(se, cfg.mgs_nids[0]); st.ok()) {
     fs.set_leases(&leases);
     // Write-back unlinks go by the kernel's permission check (default_permissions), and
@@ -312,6 +315,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   fs.StopLockWaits();  // their answers go out before the ring threads do
   FuseRing::Stop();
   LOG_INFO("unmounting {}", a.mountpoint);
+  fs.StopPreOpens();  // those not taken join the gathered closes
   fs.FlushCloses();  // while the MDS session still runs
   fs.StopUnlinkWriteback();
   fs.StopLocalOpens();

@@ -23,6 +23,11 @@
 //                       lease is made without the MDS and registered there this long after,
 //                       unless closed before (client/fuse/local_opens.h); default 0 (off:
 //                       every open asks the MDS), experimental: see local_opens.h
+//   open_intent_ms=MS   in a directory whose files are opened read-only after their lookups,
+//                       a lookup opens the file at the MDS too (Lustre's open intent), and
+//                       the kernel's open takes that open within MS; one not taken by then is
+//                       closed (client/fuse/pre_opens.h); default 1000; 0: every open is an
+//                       MDS request of its own
 //   mirror_timeout=S    seconds a mirror's OSTs may take before a write completes on the
 //                       other mirrors (marking it stale) or a read moves to another mirror
 //                       (client/mirror_io.h), default 5
@@ -94,6 +99,7 @@ struct MountOptions {
   int mirror_timeout_s = 5;
   int close_gather_ms = 10;
   int open_register_ms = 0;
+  int open_intent_ms = 1000;
   std::string log_file;
   std::string log_level;
   std::string log_target = "auto";

@@ -1,4 +1,6 @@
 // OP_MDS_LOOKUP: a name in a directory -> the child's attributes (and layout).
+#include <fcntl.h>
+
 #include "mds/internal/op_util.h"
 #include "mds/internal/perm.h"
 #include "mds/ops/ops.h"
@@ -37,6 +39,14 @@ Status LookupOne(Namespace& ns, const InodeRecord& dir, uint64_t parent, const s
 Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply* rep) {
   if (req.more_names_size() >= kMaxLookupBatch) {
     return Status(Code::kInval, "a lookup batch of more than 128 names");
+  }
+  if (req.open()) {  // the open itself is the service's (mds_service.cc, OpenWithLookup)
+    if (req.more_names_size() > 0) {
+      return Status(Code::kInval, "an open with a lookup is for a single name");
+    }
+    if ((req.open_flags() & O_ACCMODE) != O_RDONLY || (req.open_flags() & O_TRUNC)) {
+      return Status(Code::kInval, "an open with a lookup is read-only");
+    }
   }
   Result<InodeRecord> searchable = ReadSearchableDir(ns, req.parent(), req.cred());
   if (req.more_names_size() == 0) {

@@ -1,0 +1,130 @@
+#include "client/fuse/pre_opens.h"
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+namespace stria::client::fuse {
+
+PreOpens::PreOpens(std::chrono::milliseconds keep, CloseFn close)
+    : keep_(keep), close_(std::move(close)) {
+  if (keep_.count() > 0) worker_ = std::thread([this] { Run(); });
+}
+
+PreOpens::~PreOpens() { Stop(); }
+
+void PreOpens::Stop() {
+  std::deque<Entry> left;
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+    left.swap(held_);
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  for (Entry& e : left) {
+    if (Claim(*e.p)) Wasted(*e.p);
+  }
+}
+
+bool PreOpens::Wanted(uint64_t dir) const {
+  if (keep_.count() <= 0) return false;
+  std::lock_guard lock(mu_);
+  auto it = scores_.find(dir);
+  return it != scores_.end() && it->second >= kWantScore;
+}
+
+void PreOpens::Score(uint64_t dir, int delta) {
+  if (scores_.size() >= kMaxDirs && !scores_.contains(dir)) scores_.clear();
+  int& s = scores_[dir];
+  s = std::clamp(s + delta, 0, kMaxScore);
+}
+
+void PreOpens::OpenedAfterLookup(uint64_t dir) {
+  if (keep_.count() <= 0) return;
+  std::lock_guard lock(mu_);
+  Score(dir, 1);
+}
+
+void PreOpens::Hold(std::shared_ptr<PreOpen> p) {
+  {
+    std::lock_guard lock(mu_);
+    ++counters_.held;
+    ++counters_.pending;
+    Score(p->parent, -1);  // until taken: a scan that takes none soon stops asking
+    if (!stop_) {
+      held_.push_back(Entry{std::move(p), Clock::now() + keep_});
+      if (held_.size() == 1) cv_.notify_one();
+      return;
+    }
+  }
+  if (Claim(*p)) Wasted(*p);  // the mount is going
+}
+
+bool PreOpens::Claim(PreOpen& p) {
+  if (p.claimed.exchange(true)) return false;
+  std::lock_guard lock(mu_);
+  --counters_.pending;
+  return true;
+}
+
+void PreOpens::Used(const PreOpen& p) {
+  std::lock_guard lock(mu_);
+  ++counters_.used;
+  Score(p.parent, 2);  // Hold's point back, and one more
+}
+
+void PreOpens::Discard(const PreOpen& p) { Wasted(p); }
+
+void PreOpens::DiscardAll() {
+  std::deque<Entry> all;
+  {
+    std::lock_guard lock(mu_);
+    all.swap(held_);
+  }
+  for (Entry& e : all) {
+    if (Claim(*e.p)) Wasted(*e.p);
+  }
+}
+
+void PreOpens::Wasted(const PreOpen& p) {
+  {
+    std::lock_guard lock(mu_);
+    ++counters_.wasted;
+    Score(p.parent, 1 - kWasteCost);  // with Hold's, kWasteCost
+  }
+  close_(p);
+}
+
+PreOpens::Counters PreOpens::counters() const {
+  std::lock_guard lock(mu_);
+  return counters_;
+}
+
+void PreOpens::Run() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    if (held_.empty()) {
+      cv_.wait(lock);
+      continue;
+    }
+    const Clock::time_point due = held_.front().due;
+    if (Clock::now() < due) {
+      cv_.wait_until(lock, due);
+      continue;
+    }
+    std::vector<std::shared_ptr<PreOpen>> expired;
+    const Clock::time_point now = Clock::now();
+    while (!held_.empty() && held_.front().due <= now) {
+      expired.push_back(std::move(held_.front().p));
+      held_.pop_front();
+    }
+    lock.unlock();
+    for (const auto& p : expired) {
+      if (Claim(*p)) Wasted(*p);
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace stria::client::fuse

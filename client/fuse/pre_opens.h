@@ -1,0 +1,118 @@
+// PreOpens: opens the MDS made with the lookup that found a file (LookupRequest.open, the
+// open intent of Lustre's lookups), held until the kernel's OPEN of the file takes them.
+//
+// The kernel sends a cold open(2) of a path to the mount as two requests, LOOKUP of the name
+// and then OPEN of the inode, and each took an MDS round trip. Where a directory's lookups
+// are followed by read-only opens of what they found (a DataLoader reading its samples, cat,
+// cp, tar c), the mount asks the MDS to open the file with the lookup: one round trip for
+// both. The open is an ordinary one: the MDS checks access, counts it, keeps the file as an
+// orphan if it is unlinked meanwhile, and a restarted MDS gets it replayed. The kernel's OPEN
+// takes it when it comes from the same user, read-only, within `keep`; one not taken by
+// then is closed unused (with the gathered closes, StriaFs::ClosePreOpen).
+//
+// What keeps close-to-open: a pre-open is set on its inode only under the attribute lease
+// that came with the lookup, lasting at least `keep` more (StriaFs::KeepPreOpen). Another
+// client's change of the file, its open for writing included, revokes that lease first, and
+// the revocation closes the pre-open before it is answered (StriaFs::AttrLeasesRevoked);
+// so does this mount's own setattr, and the loss of all leases (DiscardAll). An OPEN that
+// finds none asks the MDS.
+//
+// Which lookups carry the intent: a score per directory (0 to kMaxScore), one up when a
+// read-only open follows a lookup there without intent, one down for each pre-open held
+// there and two up when it is taken, kWasteCost down in all when it goes unused (stat,
+// ls -l, a lookup on the way to another name). The lookups of a directory carry the intent
+// while its score is at least kWantScore. So a stat-only scan of a directory whose files
+// were being read wastes at most kMaxScore - kWantScore + 1 opens, and then asks plainly.
+//
+// Thread-safety: thread-safe. `close` runs on the worker thread, in Stop, or in Discard's
+// caller; never under the lock.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "proto/stria.pb.h"
+
+namespace stria::client::fuse {
+
+struct PreOpen {
+  uint64_t parent = 0;  // the directory the lookup was in
+  uint64_t ino = 0;
+  proto::Credentials cred;           // the lookup's: the kernel's OPEN must come from the same user
+  proto::OpenReply reply;            // the MDS's open
+  std::atomic<bool> claimed{false};  // taken by an OPEN, or closed: by one party only
+};
+
+class PreOpens {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using CloseFn = std::function<void(const PreOpen&)>;
+  static constexpr int kWantScore = 2;
+  static constexpr int kMaxScore = 8;
+  static constexpr int kWasteCost = 4;
+  static constexpr size_t kMaxDirs = 4096;  // scores kept; beyond, they start again
+
+  // keep 0: off (Wanted is always false).
+  PreOpens(std::chrono::milliseconds keep, CloseFn close);
+  ~PreOpens();  // Stop()s
+  PreOpens(const PreOpens&) = delete;
+  PreOpens& operator=(const PreOpens&) = delete;
+
+  // Ends the worker and closes every pre-open still held. Later Holds are closed at once.
+  void Stop();
+
+  // Whether a lookup in `dir` should carry the open intent.
+  bool Wanted(uint64_t dir) const;
+  // A read-only open followed a lookup without intent of the same file in `dir`.
+  void OpenedAfterLookup(uint64_t dir);
+
+  // A pre-open the MDS made: held `keep` for Claim, then closed unless claimed.
+  void Hold(std::shared_ptr<PreOpen> p);
+  // The kernel's OPEN found p on its inode: true when it is the caller's now, which then
+  // either Uses or Discards it; false when it was closed unused already.
+  bool Claim(PreOpen& p);
+  // A claimed pre-open serves the OPEN.
+  void Used(const PreOpen& p);
+  // A claimed pre-open cannot serve the OPEN (another user, write access): closed now.
+  void Discard(const PreOpen& p);
+  // Closes every pre-open held and not claimed (the mount lost its leases).
+  void DiscardAll();
+
+  struct Counters {
+    uint64_t held = 0;    // opens made with a lookup
+    uint64_t used = 0;    // ... taken by the kernel's OPEN
+    uint64_t wasted = 0;  // ... closed unused
+    size_t pending = 0;   // held now, neither taken nor closed
+  };
+  Counters counters() const;
+
+ private:
+  struct Entry {
+    std::shared_ptr<PreOpen> p;
+    Clock::time_point due;
+  };
+  void Score(uint64_t dir, int delta);  // REQUIRES mu_
+  void Wasted(const PreOpen& p);        // counts and closes; not under mu_
+  void Run();
+
+  const std::chrono::milliseconds keep_;
+  const CloseFn close_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Entry> held_;                    // GUARDED_BY(mu_), by due
+  std::unordered_map<uint64_t, int> scores_;  // GUARDED_BY(mu_)
+  Counters counters_;                         // GUARDED_BY(mu_)
+  bool stop_ = false;                         // GUARDED_BY(mu_)
+  std::thread worker_;
+};
+
+}  // namespace stria::client::fuse

@@ -1,0 +1,132 @@
+// PreOpens: which directories' lookups carry the open intent, and that every pre-open is
+// either taken once or closed once. The close function stands where StriaFs::ClosePreOpen
+// goes; the real path through a mount and an MDS is tests/fuse_pre_open_test.cc.
+#include "client/fuse/pre_opens.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace stria::client::fuse {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Closed {
+  std::mutex mu;
+  std::vector<uint64_t> handles;
+
+  PreOpens::CloseFn Fn() {
+    return [this](const PreOpen& p) {
+      std::lock_guard lock(mu);
+      handles.push_back(p.reply.handle());
+    };
+  }
+  std::vector<uint64_t> Handles() {
+    std::lock_guard lock(mu);
+    return handles;
+  }
+};
+
+std::shared_ptr<PreOpen> Made(uint64_t dir, uint64_t handle) {
+  auto p = std::make_shared<PreOpen>();
+  p->parent = dir;
+  p->ino = handle + 1000;
+  p->reply.set_handle(handle);
+  return p;
+}
+
+TEST(PreOpensTest, ADirectoryWantsTheIntentOnceOpensFollowItsLookups) {
+  Closed closed;
+  PreOpens pre(milliseconds(1000), closed.Fn());
+  EXPECT_FALSE(pre.Wanted(7));
+  pre.OpenedAfterLookup(7);
+  EXPECT_FALSE(pre.Wanted(7)) << "one open is not a pattern";
+  pre.OpenedAfterLookup(7);
+  EXPECT_TRUE(pre.Wanted(7));
+  EXPECT_FALSE(pre.Wanted(8)) << "scores are per directory";
+
+  // A pre-open taken keeps the score up; one wasted takes it down at once.
+  auto used = Made(7, 1);
+  pre.Hold(used);
+  ASSERT_TRUE(pre.Claim(*used));
+  pre.Used(*used);
+  EXPECT_TRUE(pre.Wanted(7));
+  auto unused = Made(7, 2);
+  pre.Hold(unused);
+  ASSERT_TRUE(pre.Claim(*unused));
+  pre.Discard(*unused);
+  EXPECT_FALSE(pre.Wanted(7));
+  EXPECT_EQ(closed.Handles(), std::vector<uint64_t>{2});
+  const auto c = pre.counters();
+  EXPECT_EQ(c.held, 2u);
+  EXPECT_EQ(c.used, 1u);
+  EXPECT_EQ(c.wasted, 1u);
+}
+
+TEST(PreOpensTest, PreOpensHeldAndNotTakenSoonStopTheIntent) {
+  Closed closed;
+  PreOpens pre(milliseconds(60'000), closed.Fn());
+  for (int i = 0; i < 20; ++i) pre.OpenedAfterLookup(7);
+  int asked = 0;
+  for (uint64_t h = 1; h <= 20; ++h) {  // a stat-only scan: nothing is taken, nor expires
+    if (!pre.Wanted(7)) break;
+    ++asked;
+    pre.Hold(Made(7, h));
+  }
+  EXPECT_EQ(asked, PreOpens::kMaxScore - PreOpens::kWantScore + 1);
+  EXPECT_EQ(pre.counters().pending, static_cast<size_t>(asked));
+}
+
+TEST(PreOpensTest, OffWantsNothing) {
+  Closed closed;
+  PreOpens pre(milliseconds(0), closed.Fn());
+  for (int i = 0; i < 10; ++i) pre.OpenedAfterLookup(7);
+  EXPECT_FALSE(pre.Wanted(7));
+}
+
+TEST(PreOpensTest, APreOpenNotTakenInTimeIsClosedOnceAndCannotBeTakenAfter) {
+  Closed closed;
+  PreOpens pre(milliseconds(50), closed.Fn());
+  auto p = Made(7, 5);
+  pre.Hold(p);
+  for (int i = 0; i < 200 && closed.Handles().empty(); ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_EQ(closed.Handles(), std::vector<uint64_t>{5});
+  EXPECT_FALSE(pre.Claim(*p)) << "closed already: the OPEN must ask the MDS";
+  EXPECT_EQ(pre.counters().wasted, 1u);
+  EXPECT_EQ(pre.counters().pending, 0u);
+}
+
+TEST(PreOpensTest, ATakenPreOpenIsNeverClosedHere) {
+  Closed closed;
+  PreOpens pre(milliseconds(20), closed.Fn());
+  auto p = Made(7, 6);
+  pre.Hold(p);
+  ASSERT_TRUE(pre.Claim(*p));
+  pre.Used(*p);
+  std::this_thread::sleep_for(milliseconds(100));
+  EXPECT_TRUE(closed.Handles().empty()) << "the file handle closes it at release";
+  EXPECT_FALSE(pre.Claim(*p)) << "taken once only";
+}
+
+TEST(PreOpensTest, StopClosesWhatIsHeldAndWhatComesAfter) {
+  Closed closed;
+  PreOpens pre(milliseconds(60'000), closed.Fn());
+  auto a = Made(7, 1), b = Made(7, 2), c = Made(7, 3);
+  pre.Hold(a);
+  pre.Hold(b);
+  ASSERT_TRUE(pre.Claim(*b));
+  pre.Used(*b);
+  pre.Stop();
+  EXPECT_EQ(closed.Handles(), std::vector<uint64_t>{1});
+  pre.Hold(c);  // a lookup's reply that arrives as the mount goes
+  EXPECT_EQ(closed.Handles(), (std::vector<uint64_t>{1, 3}));
+}
+
+}  // namespace
+}  // namespace stria::client::fuse
