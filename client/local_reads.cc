@@ -259,6 +259,15 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   std::shared_ptr<const OpenObject> file = CachedObject(key);
   std::shared_ptr<OpenObject> fresh;  // opened now: kept once the read shows it is the object's
   if (file == nullptr) {
+    // The open checks the path as still_the_object would: taken with no destroy in progress
+    // before it, the count of destroys started spares the first read its path check.
+    uint64_t quiet_before = OpenObject::kUnchecked;
+    if (ost.destroys != nullptr) {
+      const uint64_t started = ost.destroys->started.load(std::memory_order_acquire);
+      if (ost.destroys->finished.load(std::memory_order_acquire) == started) {
+        quiet_before = started;
+      }
+    }
     const int opened = openat(dir_fd, rel.c_str(), O_RDONLY | O_CLOEXEC);
     if (opened < 0) {
       // A process that may not read the OST's files (a user's, through libstria) reads over
@@ -271,6 +280,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     fresh = std::make_shared<OpenObject>();
     fresh->fd = opened;
     fresh->destroys = ost.destroys;
+    fresh->checked_at.store(quiet_before, std::memory_order_relaxed);
     file = fresh;
   }
   const int fd = file->fd;

@@ -247,10 +247,13 @@ TEST_F(LocalReadsTest, ObjectFilesStayOpenForTheNextReadsBoundedInNumber) {
   ASSERT_TRUE(Try(Obj(1), 0, buf, &got));  // the OST's directory is open from now on
   const size_t fds0 = OpenFdsUnder(dir_.path());
   EXPECT_EQ(fds0, 1u);
+  const uint64_t checks0 = local_->path_checks();
   for (uint64_t id = 2; id <= objects; ++id) {
     ASSERT_TRUE(Try(Obj(id), 0, buf, &got)) << id;
     EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin()));
   }
+  // Opened by its path with no destroy on the OST since: the first read checks nothing more.
+  EXPECT_EQ(local_->path_checks(), checks0);
   EXPECT_EQ(OpenFdsUnder(dir_.path()), kMaxOpenObjects) << "one kept per object, up to the bound";
   // The most recent ones read again: no descriptor more.
   for (uint64_t id = objects; id > objects - 10; --id) ASSERT_TRUE(Try(Obj(id), 4096, buf, &got));
