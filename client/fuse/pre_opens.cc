@@ -102,13 +102,17 @@ PreOpens::Counters PreOpens::counters() const {
 }
 
 void PreOpens::Run() {
+  // Expired ones go in sweeps, not one wake-up each: a cold read of many files holds one
+  // per file (most taken at once, but left here until due).
+  const auto slack = std::clamp<std::chrono::milliseconds>(
+      keep_ / 10, std::chrono::milliseconds(10), std::chrono::milliseconds(100));
   std::unique_lock lock(mu_);
   while (!stop_) {
     if (held_.empty()) {
       cv_.wait(lock);
       continue;
     }
-    const Clock::time_point due = held_.front().due;
+    const Clock::time_point due = held_.front().due + slack;
     if (Clock::now() < due) {
       cv_.wait_until(lock, due);
       continue;

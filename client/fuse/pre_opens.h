@@ -74,7 +74,8 @@ class PreOpens {
   // A read-only open followed a lookup without intent of the same file in `dir`.
   void OpenedAfterLookup(uint64_t dir);
 
-  // A pre-open the MDS made: held `keep` for Claim, then closed unless claimed.
+  // A pre-open the MDS made: held `keep` for Claim, then closed unless claimed (in sweeps,
+  // up to a tenth of `keep` later, 10-100 ms).
   void Hold(std::shared_ptr<PreOpen> p);
   // The kernel's OPEN found p on its inode: true when it is the caller's now, which then
   // either Uses or Discards it; false when it was closed unused already.
