@@ -64,6 +64,12 @@ Result<proto::EntryReply> Metadata::LookupOpen(const Cred& cred, uint64_t parent
     return Status(Code::kProtocol, "MDS lookup returned inode 0");
   }
   if (rep.has_open() && (rep.open().handle() == 0 || rep.open().attr().ino() != rep.attr().ino())) {
+    if (rep.open().handle() != 0) {  // not left open at the MDS
+      CloseArgs close;
+      close.ino = rep.open().attr().ino();
+      close.handle = rep.open().handle();
+      Close(cred, close).status().IgnoreError();
+    }
     return Status(Code::kProtocol, "MDS lookup returned an open of another inode, or no handle");
   }
   return rep;

@@ -284,10 +284,16 @@ void GrantLeases(LeaseTable& leases, const ClientSessions* sessions, const std::
 // is opened as OP_MDS_OPEN opens it, and counted as one; its reply goes in EntryReply.open.
 // An open refused (the mode bits, a file unlinked since the lookup read it) leaves the
 // lookup's answer without one: the kernel's open then asks on its own and gets the error.
+// Not while another client has the file open for writing: its size changes at that
+// client's close, so a mount could not keep the open under an attribute lease, which it
+// needs to (client/fuse/pre_opens.h), and would only close it again.
 void OpenWithLookup(Namespace& ns, const MdsServiceOptions& options, ClientSessions* sessions,
                     MdStats* md, const lnet::RpcContext& ctx, const proto::LookupRequest& req,
                     proto::EntryReply* rep) {
   if (!req.open() || rep->attr().ino() == 0 || !S_ISREG(rep->attr().mode())) return;
+  if (sessions != nullptr && !sessions->OtherWriters(rep->attr().ino(), ctx.client_uuid).empty()) {
+    return;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   proto::OpenRequest open;
   *open.mutable_cred() = req.cred();

@@ -381,16 +381,18 @@ TEST_F(LeaseTest, ReadsTakeTheOpenThatTheirLookupBrought) {
 // (close-to-open), here an append made in between.
 TEST_F(LeaseTest, AnOpenALookupBroughtGoesWhenAnotherMountChangesTheFile) {
   ASSERT_EQ(mkdir(P("oc").c_str(), 0755), 0) << strerror(errno);
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 6; ++i) {
     ASSERT_EQ(WriteFile(P("oc/f" + std::to_string(i)), Pattern(1000, i)), 0);
   }
   ASSERT_EQ(WriteFile(P("oc/target"), Pattern(1000, 7)), 0);
+  ASSERT_EQ(WriteFile(P("oc/own"), Pattern(1000, 9)), 0);
   for (int i = 0; i < 4; ++i) {  // the directory's lookups now bring opens
     std::vector<uint8_t> got;
     ASSERT_EQ(ReadFile(Q("oc/f" + std::to_string(i)), &got), 0);
   }
   const uint64_t used0 = LliteSum("open_intents", "used");
   const uint64_t wasted0 = LliteSum("open_intents", "wasted");
+  const auto t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(Stat(Q("oc/target")).st_size, 1000);
   EXPECT_EQ(LliteSum("open_intents", "pending"), 1u) << "the stat's lookup brought an open";
 
@@ -399,6 +401,12 @@ TEST_F(LeaseTest, AnOpenALookupBroughtGoesWhenAnotherMountChangesTheFile) {
   ASSERT_GE(fd, 0) << strerror(errno);
   ASSERT_EQ(write(fd, more.data(), more.size()), static_cast<ssize_t>(more.size()));
   ASSERT_EQ(close(fd), 0);
+  // The write-open revoked mount 1's lease, and the revocation closed the pre-open: at once,
+  // long before it would have expired (open_intent_ms, 1 s).
+  if (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(800)) {
+    EXPECT_EQ(LliteSum("open_intents", "pending"), 0u);
+    EXPECT_EQ(LliteSum("open_intents", "wasted"), wasted0 + 1);
+  }
 
   std::vector<uint8_t> want = Pattern(1000, 7), got;
   want.insert(want.end(), more.begin(), more.end());
@@ -406,6 +414,22 @@ TEST_F(LeaseTest, AnOpenALookupBroughtGoesWhenAnotherMountChangesTheFile) {
   EXPECT_EQ(got, want) << "the open must see the append";
   EXPECT_EQ(LliteSum("open_intents", "used"), used0) << "the open asked the MDS";
   EXPECT_EQ(LliteSum("open_intents", "wasted"), wasted0 + 1);
+
+  // The same for a change by the mount itself, which the MDS revokes nothing of: a truncate
+  // (after two reads that bring the directory's score back up).
+  for (int i = 4; i < 6; ++i) ASSERT_EQ(ReadFile(Q("oc/f" + std::to_string(i)), &got), 0);
+  const uint64_t wasted1 = LliteSum("open_intents", "wasted");
+  const auto t1 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Stat(Q("oc/own")).st_size, 1000);
+  ASSERT_EQ(LliteSum("open_intents", "pending"), 1u);
+  ASSERT_EQ(truncate(Q("oc/own").c_str(), 10), 0) << strerror(errno);
+  if (std::chrono::steady_clock::now() - t1 < std::chrono::milliseconds(800)) {
+    EXPECT_EQ(LliteSum("open_intents", "wasted"), wasted1 + 1) << "closed by the truncate";
+  }
+  ASSERT_EQ(ReadFile(Q("oc/own"), &got), 0);
+  want = Pattern(1000, 9);
+  want.resize(10);
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

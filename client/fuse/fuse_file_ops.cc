@@ -54,7 +54,10 @@ Status StriaFs::OpenHandle(fuse_req_t req, uint64_t ino, int flags,
   fh->capas = OpenCapas::FromReply(
       {cred, ino, mds_handle, static_cast<uint32_t>(flags & ~(O_CREAT | O_EXCL))},
       rep.has_capa() ? &rep.capa() : nullptr);
-  if (fh->writable) inode->writers.fetch_add(1);
+  if (fh->writable) {
+    inode->writers.fetch_add(1);
+    ChangingLocally(ino);
+  }
   inode->ObserveMdsSize(mds_size, held_before);
   // Only then is a read worth an MDS update, sent at the first flush after a read so that
   // stat(2) after close(2) sees it.
@@ -189,8 +192,8 @@ void StriaFs::RegisterLocalOpen(FileHandle* fh) {
   }
 }
 
-void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred,
-                          proto::OpenReply opened) {
+void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto::OpenReply opened,
+                          const LeaseCache::Stamp& stamp, uint64_t changes_before) {
   auto p = std::make_shared<PreOpen>();
   p->parent = parent;
   p->ino = opened.attr().ino();
@@ -200,16 +203,33 @@ void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred,
   if (mds_session_ != nullptr) mds_session_->Opened(p->reply.handle(), p->ino, /*writer=*/false);
   std::shared_ptr<Inode> inode = inodes_.Get(p->ino);
   // Taken only under the attribute lease that came with it, for as long as the pre-open is
-  // held: another client's change (its write-open included) revokes the lease first, and
-  // the revocation drops the pre-open (AttrLeasesRevoked), so an OPEN never takes an open
-  // older than a change it should see (close-to-open). Without such a lease (another
-  // client writes the file, or a revocation crossed the reply: AttrTimeout) and where this
-  // mount holds the size (the open's may be older than what it reports), none is set.
-  const auto margin = std::chrono::milliseconds(options_.open_intent_ms);
-  const bool set = inode && !inode->HoldsSize() && leases_ != nullptr &&
-                   leases_->WithAttrLease(p->ino, margin, [&] { inode->set_pre_open(p); });
+  // held (and its last sweep): another client's change (its write-open included) revokes
+  // the lease first, and the revocation drops the pre-open (AttrLeasesRevoked), so an OPEN
+  // never takes an open older than a change it should see (close-to-open). None is set
+  // without that lease (another client writes the file, or a revocation came while the
+  // lookup was in flight), nor where this mount changed the file meanwhile or holds its size
+  // (ChangingLocally: its own changes revoke nothing here).
+  const auto margin = std::chrono::milliseconds(options_.open_intent_ms + 100);
+  bool set = false;
+  if (inode && !inode->HoldsSize() && leases_ != nullptr) {
+    leases_->WithAttrLease(
+        p->ino, margin,
+        [&] {
+          if (local_changes_.load() != changes_before) return;
+          inode->set_pre_open(p);
+          set = true;
+        },
+        &stamp);
+  }
   pre_opens_.Hold(p);  // closed unless taken in open_intent_ms
   if (!set && pre_opens_.Claim(*p)) pre_opens_.Discard(*p);
+  // A change that began as it was set: ChangingLocally's drop, or this one, sees the other.
+  if (set && local_changes_.load() != changes_before) DropPreOpensOf({p->ino});
+}
+
+void StriaFs::ChangingLocally(uint64_t ino) {
+  local_changes_.fetch_add(1);
+  DropPreOpensOf({ino});
 }
 
 void StriaFs::AttrLeasesRevoked(const std::vector<uint64_t>& inos) {
@@ -685,7 +705,10 @@ Status StriaFs::FinishRelease(fuse_req_t req, FileHandle* fh, Status written) {
   if (fh->opened_locally) local_opens_.Withdraw(fh);
   Status st = ReportDrained(req, fh, /*close=*/true, /*sync=*/false, Status::Ok());
   if (st.ok()) st = written;
-  if (fh->writable) fh->inode->writers.fetch_sub(1);
+  if (fh->writable) {
+    fh->inode->writers.fetch_sub(1);
+    ChangingLocally(fh->inode->ino);
+  }
   if (!st.ok()) {
     LOG_WARN("close of inode {} (handle {}): {}", fh->inode->ino, fh->mds_handle,
              st.ToString());

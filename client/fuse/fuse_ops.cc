@@ -127,6 +127,7 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse
   // In a directory whose files are opened once found, the MDS opens it with the lookup.
   // (Kept only under an attribute lease: KeepPreOpen.)
   const bool intent = open_intent && leased && pre_opens_.Wanted(parent);
+  const uint64_t changes_before = local_changes_.load();
   STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
                          intent
                              ? md_.LookupOpen(cred, parent, name, O_RDONLY, /*negative_ok=*/leased)
@@ -143,7 +144,7 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse
   }
   FillEntry(rep, parent, name, stamp, e);
   if (rep.has_open()) {
-    KeepPreOpen(parent, cred, std::move(*rep.mutable_open()));
+    KeepPreOpen(parent, cred, std::move(*rep.mutable_open()), stamp, changes_before);
   } else if (open_intent && S_ISREG(rep.attr().mode())) {
     if (auto inode = inodes_.Get(rep.attr().ino())) inode->looked_up_in.store(parent);
   }
@@ -226,6 +227,7 @@ Result<proto::CloseBatchReply> StriaFs::SendCloses(const proto::CloseBatchReques
       while (n > 0 && !inode->unreported_sizes.compare_exchange_weak(n, n - 1)) {
       }
     }
+    ChangingLocally(c.ino());  // a lookup in flight may have read the size from before
   }
   if (!rep.ok() || rep->failed() > 0) return rep;  // unreported atimes stay shown (a max)
   for (const proto::CloseRequest& c : batch.closes()) {
@@ -242,9 +244,15 @@ Status StriaFs::DoSetattr(fuse_req_t req, uint64_t ino, const struct stat& attr,
                           FileHandle* fh, struct stat* out) {
   LliteOp counted(&llite_, kLlSetattr);
   dir_attrs_.Drop(ino);
-  // An open its lookup brought shows the file from before this change (the MDS revokes
-  // the other mounts' leases, not this one's).
-  DropPreOpensOf({ino});
+  // An open a lookup brought shows the file from before this change (the MDS revokes the
+  // other mounts' leases, not this one's): none stays, nor comes from a lookup answered
+  // before the change and arriving after (ChangingLocally again once it is answered).
+  ChangingLocally(ino);
+  struct Changed {
+    StriaFs* fs;
+    uint64_t ino;
+    ~Changed() { fs->ChangingLocally(ino); }
+  } changed{this, ino};
   // A read's atime or a write's size waiting in a gathered close, or for the write itself,
   // goes first: it must not land after this (a size report after a truncate would grow the file
   // back).

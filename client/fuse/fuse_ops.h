@@ -237,8 +237,16 @@ class StriaFs {
   // O_TRUNC.
   Status OpenHandle(fuse_req_t req, uint64_t ino, int flags, const proto::EntryReply* created,
                     fuse_file_info* fi, const proto::OpenReply* opened = nullptr);
-  // The lookup's open of a file (EntryReply.open), held for the kernel's OPEN (pre_opens.h).
-  void KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto::OpenReply opened);
+  // The lookup's open of a file (EntryReply.open), held for the kernel's OPEN (pre_opens.h)
+  // if the lookup's reply (begun at `stamp`) brought an attribute lease that still holds,
+  // and local_changes_ is still `changes_before` (its value when the lookup was sent);
+  // closed otherwise.
+  void KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto::OpenReply opened,
+                   const LeaseCache::Stamp& stamp, uint64_t changes_before);
+  // This mount changes `ino` where the MDS does not revoke its own lease (a writer starts or
+  // ends, a size report is answered, a setattr is sent or answered): no open that a lookup
+  // brought before stays.
+  void ChangingLocally(uint64_t ino);
   // Closes the pre-opens held on these inodes.
   void DropPreOpensOf(const std::vector<uint64_t>& inos);
   // The pre-open the kernel's OPEN of `ino` with `flags` can take, else null (none, closed
@@ -339,6 +347,8 @@ class StriaFs {
   // Closes that report nothing, sent together (close_batcher.h).
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
                       [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};
+  // Counts ChangingLocally: a lookup with open intent in flight across one keeps no open.
+  std::atomic<uint64_t> local_changes_{0};
   // Opens made with lookups, for the kernel's OPENs (pre_opens.h). After closes_: those it
   // closes as it goes join the gathered closes.
   PreOpens pre_opens_{

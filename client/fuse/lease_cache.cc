@@ -311,9 +311,10 @@ bool LeaseCache::HoldsName(uint64_t dir, std::string_view name, std::chrono::mil
 }
 
 bool LeaseCache::WithAttrLease(uint64_t ino, std::chrono::milliseconds margin,
-                               const std::function<void()>& fn) {
+                               const std::function<void()>& fn, const Stamp* since) {
   if (!enabled()) return false;
   std::lock_guard lock(mu_);
+  if (since != nullptr && since->epoch != epoch_) return false;
   auto it = attrs_.find(ino);
   if (it == attrs_.end() || it->second < Clock::now() + margin) return false;
   fn();

@@ -100,10 +100,13 @@ class LeaseCache {
   // lasts at least `margin` more: the kernel's entry for it is the MDS's.
   bool HoldsName(uint64_t dir, std::string_view name, std::chrono::milliseconds margin);
   // Runs fn and returns true when the mount holds an attribute lease on `ino` for at least
-  // `margin` more; false, without running it, otherwise. Under the lock a revocation takes
-  // first: what fn records is there for the revocation's on_revoked_inodes.
+  // `margin` more (and, with `since`, no revocation has come since that request began, so
+  // the lease held is the one its reply brought); false, without running it, otherwise.
+  // Under the lock a revocation takes first: what fn records is there for the revocation's
+  // on_revoked_inodes.
+  struct Stamp;
   bool WithAttrLease(uint64_t ino, std::chrono::milliseconds margin,
-                     const std::function<void()>& fn);
+                     const std::function<void()>& fn, const Stamp* since = nullptr);
   // The callback server's NID, as registered with the MDS (after Start).
   const std::string& callback_nid() const { return callback_nid_; }
 

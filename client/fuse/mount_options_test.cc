@@ -77,6 +77,12 @@ TEST(MountOptions, BusyPoll) {
   ASSERT_TRUE(g.ok());
   EXPECT_EQ(g->close_gather_ms, 0);
   EXPECT_FALSE(ParseMountOptions({"close_gather_ms=600001"}, "a@tcp:/fs", true).ok());
+  EXPECT_EQ(d->open_intent_ms, 1000);
+  auto oi = ParseMountOptions({"open_intent_ms=0"}, "a@tcp:/fs", true);
+  ASSERT_TRUE(oi.ok());
+  EXPECT_EQ(oi->open_intent_ms, 0);
+  EXPECT_EQ(oi->FuseOptString().find("intent"), std::string::npos);  // not passed to libfuse
+  EXPECT_FALSE(ParseMountOptions({"open_intent_ms=10001"}, "a@tcp:/fs", true).ok());
 }
 
 TEST(MountOptions, LustreClientOptions) {

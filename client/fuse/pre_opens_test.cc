@@ -1,6 +1,7 @@
 // PreOpens: which directories' lookups carry the open intent, and that every pre-open is
 // either taken once or closed once. The close function stands where StriaFs::ClosePreOpen
-// goes; the real path through a mount and an MDS is tests/fuse_pre_open_test.cc.
+// goes; the real path through a mount and an MDS is in tests/fuse_lease_test.cc
+// (LeaseTest.ReadsTakeTheOpenThatTheirLookupBrought and the tests after it).
 #include "client/fuse/pre_opens.h"
 
 #include <gtest/gtest.h>
