@@ -36,27 +36,32 @@ Status CheckName(std::string_view name) {
   return Status::Ok();
 }
 
-Result<proto::EntryReply> Metadata::Lookup(const Cred& cred, uint64_t parent,
-                                           std::string_view name, bool negative_ok) {
-  STRIA_RETURN_IF_ERROR(CheckName(name));
+namespace {
+
+proto::LookupRequest LookupOf(const proto::Credentials& cred, uint64_t parent,
+                              std::string_view name, bool negative_ok) {
   proto::LookupRequest req;
   *req.mutable_cred() = cred;
   req.set_parent(parent);
   req.set_name(std::string(name));
   req.set_negative_ok(negative_ok);
+  return req;
+}
+
+}  // namespace
+
+Result<proto::EntryReply> Metadata::Lookup(const Cred& cred, uint64_t parent, std::string_view name,
+                                           bool negative_ok) {
+  STRIA_RETURN_IF_ERROR(CheckName(name));
   // Batched with other threads' lookups in the same directory when they come at once.
-  return client_->lookup_batches().Send(req);
+  return client_->lookup_batches().Send(LookupOf(cred, parent, name, negative_ok));
 }
 
 Result<proto::EntryReply> Metadata::LookupOpen(const Cred& cred, uint64_t parent,
                                                std::string_view name, uint32_t open_flags,
                                                bool negative_ok) {
   STRIA_RETURN_IF_ERROR(CheckName(name));
-  proto::LookupRequest req;
-  *req.mutable_cred() = cred;
-  req.set_parent(parent);
-  req.set_name(std::string(name));
-  req.set_negative_ok(negative_ok);
+  proto::LookupRequest req = LookupOf(cred, parent, name, negative_ok);
   req.set_open(true);
   req.set_open_flags(open_flags);
   STRIA_ASSIGN_OR_RETURN(auto rep, Call<proto::EntryReply>(proto::OP_MDS_LOOKUP, req));
