@@ -222,7 +222,7 @@ void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto
         &stamp);
   }
   pre_opens_.Hold(p);  // closed unless taken in open_intent_ms
-  if (!set && pre_opens_.Claim(*p)) pre_opens_.Discard(*p);
+  if (!set) pre_opens_.Drop(*p);
   // A change that began as it was set: ChangingLocally's drop, or this one, sees the other.
   if (set && local_changes_.load() != changes_before) DropPreOpensOf({p->ino});
 }
@@ -241,7 +241,7 @@ void StriaFs::DropPreOpensOf(const std::vector<uint64_t>& inos) {
   for (uint64_t ino : inos) {
     std::shared_ptr<Inode> inode = inodes_.Get(ino);
     std::shared_ptr<PreOpen> p = inode ? inode->TakePreOpen() : nullptr;
-    if (p && pre_opens_.Claim(*p)) pre_opens_.Discard(*p);
+    if (p) pre_opens_.Drop(*p);
   }
 }
 
@@ -264,15 +264,13 @@ std::shared_ptr<PreOpen> StriaFs::TakePreOpen(fuse_req_t req, uint64_t ino, int 
     if (dir != 0 && read_only) pre_opens_.OpenedAfterLookup(dir);
     return nullptr;
   }
-  if (!pre_opens_.Claim(*p)) return nullptr;  // closed unused meanwhile
   // The MDS checked read access for the lookup's user: another user, or another access,
   // asks for itself. So does an open of a file this mount started writing since.
   if (!read_only || !SameUser(p->cred, Cred(req)) || inode->HoldsSize()) {
-    pre_opens_.Discard(*p);
+    pre_opens_.Drop(*p);
     return nullptr;
   }
-  pre_opens_.Used(*p);
-  return p;
+  return pre_opens_.Take(*p) ? p : nullptr;  // null: closed unused meanwhile
 }
 
 void StriaFs::ClosePreOpen(const PreOpen& p) {

@@ -22,9 +22,7 @@ void PreOpens::Stop() {
   }
   cv_.notify_all();
   if (worker_.joinable()) worker_.join();
-  for (Entry& e : left) {
-    if (Claim(*e.p)) Wasted(*e.p);
-  }
+  for (Entry& e : left) Drop(*e.p);
 }
 
 bool PreOpens::Wanted(uint64_t dir) const {
@@ -58,23 +56,33 @@ void PreOpens::Hold(std::shared_ptr<PreOpen> p) {
       return;
     }
   }
-  if (Claim(*p)) Wasted(*p);  // the mount is going
+  Drop(*p);  // the mount is going
 }
 
-bool PreOpens::Claim(PreOpen& p) {
+bool PreOpens::ClaimLocked(PreOpen& p) {
   if (p.claimed.exchange(true)) return false;
-  std::lock_guard lock(mu_);
   --counters_.pending;
   return true;
 }
 
-void PreOpens::Used(const PreOpen& p) {
+bool PreOpens::Take(PreOpen& p) {
   std::lock_guard lock(mu_);
+  if (!ClaimLocked(p)) return false;
   ++counters_.used;
   Score(p.parent, 2);  // Hold's point back, and one more
+  return true;
 }
 
-void PreOpens::Discard(const PreOpen& p) { Wasted(p); }
+bool PreOpens::Drop(PreOpen& p) {
+  {
+    std::lock_guard lock(mu_);
+    if (!ClaimLocked(p)) return false;
+    ++counters_.wasted;
+    Score(p.parent, 1 - kWasteCost);  // with Hold's, kWasteCost
+  }
+  close_(p);
+  return true;
+}
 
 void PreOpens::DiscardAll() {
   std::deque<Entry> all;
@@ -82,18 +90,7 @@ void PreOpens::DiscardAll() {
     std::lock_guard lock(mu_);
     all.swap(held_);
   }
-  for (Entry& e : all) {
-    if (Claim(*e.p)) Wasted(*e.p);
-  }
-}
-
-void PreOpens::Wasted(const PreOpen& p) {
-  {
-    std::lock_guard lock(mu_);
-    ++counters_.wasted;
-    Score(p.parent, 1 - kWasteCost);  // with Hold's, kWasteCost
-  }
-  close_(p);
+  for (Entry& e : all) Drop(*e.p);
 }
 
 PreOpens::Counters PreOpens::counters() const {
@@ -124,9 +121,7 @@ void PreOpens::Run() {
       held_.pop_front();
     }
     lock.unlock();
-    for (const auto& p : expired) {
-      if (Claim(*p)) Wasted(*p);
-    }
+    for (const auto& p : expired) Drop(*p);
     lock.lock();
   }
 }

@@ -24,7 +24,7 @@
 // while its score is at least kWantScore. So a stat-only scan of a directory whose files
 // were being read wastes at most kMaxScore - kWantScore + 1 opens, and then asks plainly.
 //
-// Thread-safety: thread-safe. `close` runs on the worker thread, in Stop, or in Discard's
+// Thread-safety: thread-safe. `close` runs on the worker thread, in Stop, or in Drop's
 // caller; never under the lock.
 #pragma once
 
@@ -74,16 +74,15 @@ class PreOpens {
   // A read-only open followed a lookup without intent of the same file in `dir`.
   void OpenedAfterLookup(uint64_t dir);
 
-  // A pre-open the MDS made: held `keep` for Claim, then closed unless claimed (in sweeps,
+  // A pre-open the MDS made: held `keep` for Take, then closed unless taken (in sweeps,
   // up to a tenth of `keep` later, 10-100 ms).
   void Hold(std::shared_ptr<PreOpen> p);
-  // The kernel's OPEN found p on its inode: true when it is the caller's now, which then
-  // either Uses or Discards it; false when it was closed unused already.
-  bool Claim(PreOpen& p);
-  // A claimed pre-open serves the OPEN.
-  void Used(const PreOpen& p);
-  // A claimed pre-open cannot serve the OPEN (another user, write access): closed now.
-  void Discard(const PreOpen& p);
+  // The kernel's OPEN takes p (it is the caller's handle now): false when it was taken or
+  // closed already.
+  bool Take(PreOpen& p);
+  // p cannot serve an OPEN (another user, write access, a change since): closed now, unless
+  // taken or closed already (false then).
+  bool Drop(PreOpen& p);
   // Closes every pre-open held and not claimed (the mount lost its leases).
   void DiscardAll();
 
@@ -101,7 +100,7 @@ class PreOpens {
     Clock::time_point due;
   };
   void Score(uint64_t dir, int delta);  // REQUIRES mu_
-  void Wasted(const PreOpen& p);        // counts and closes; not under mu_
+  bool ClaimLocked(PreOpen& p);         // REQUIRES mu_: p is this caller's alone
   void Run();
 
   const std::chrono::milliseconds keep_;

@@ -53,13 +53,11 @@ TEST(PreOpensTest, ADirectoryWantsTheIntentOnceOpensFollowItsLookups) {
   // A pre-open taken keeps the score up; one wasted takes it down at once.
   auto used = Made(7, 1);
   pre.Hold(used);
-  ASSERT_TRUE(pre.Claim(*used));
-  pre.Used(*used);
+  ASSERT_TRUE(pre.Take(*used));
   EXPECT_TRUE(pre.Wanted(7));
   auto unused = Made(7, 2);
   pre.Hold(unused);
-  ASSERT_TRUE(pre.Claim(*unused));
-  pre.Discard(*unused);
+  ASSERT_TRUE(pre.Drop(*unused));
   EXPECT_FALSE(pre.Wanted(7));
   EXPECT_EQ(closed.Handles(), std::vector<uint64_t>{2});
   const auto c = pre.counters();
@@ -82,6 +80,22 @@ TEST(PreOpensTest, PreOpensHeldAndNotTakenSoonStopTheIntent) {
   EXPECT_EQ(pre.counters().pending, static_cast<size_t>(asked));
 }
 
+TEST(PreOpensTest, LostLeasesCloseEveryHeldPreOpenOnce) {
+  Closed closed;
+  PreOpens pre(milliseconds(60'000), closed.Fn());
+  auto a = Made(7, 1), b = Made(8, 2), c = Made(9, 3);
+  pre.Hold(a);
+  pre.Hold(b);
+  pre.Hold(c);
+  ASSERT_TRUE(pre.Take(*b));
+  pre.DiscardAll();
+  EXPECT_EQ(closed.Handles(), (std::vector<uint64_t>{1, 3}));
+  EXPECT_FALSE(pre.Take(*a)) << "an OPEN that finds it on its inode asks the MDS";
+  EXPECT_FALSE(pre.Drop(*c)) << "closed once";
+  EXPECT_EQ(pre.counters().pending, 0u);
+  EXPECT_EQ(pre.counters().wasted, 2u);
+}
+
 TEST(PreOpensTest, OffWantsNothing) {
   Closed closed;
   PreOpens pre(milliseconds(0), closed.Fn());
@@ -98,7 +112,7 @@ TEST(PreOpensTest, APreOpenNotTakenInTimeIsClosedOnceAndCannotBeTakenAfter) {
     std::this_thread::sleep_for(milliseconds(10));
   }
   EXPECT_EQ(closed.Handles(), std::vector<uint64_t>{5});
-  EXPECT_FALSE(pre.Claim(*p)) << "closed already: the OPEN must ask the MDS";
+  EXPECT_FALSE(pre.Take(*p)) << "closed already: the OPEN must ask the MDS";
   EXPECT_EQ(pre.counters().wasted, 1u);
   EXPECT_EQ(pre.counters().pending, 0u);
 }
@@ -108,11 +122,11 @@ TEST(PreOpensTest, ATakenPreOpenIsNeverClosedHere) {
   PreOpens pre(milliseconds(20), closed.Fn());
   auto p = Made(7, 6);
   pre.Hold(p);
-  ASSERT_TRUE(pre.Claim(*p));
-  pre.Used(*p);
+  ASSERT_TRUE(pre.Take(*p));
   std::this_thread::sleep_for(milliseconds(100));
   EXPECT_TRUE(closed.Handles().empty()) << "the file handle closes it at release";
-  EXPECT_FALSE(pre.Claim(*p)) << "taken once only";
+  EXPECT_FALSE(pre.Take(*p)) << "taken once only";
+  EXPECT_FALSE(pre.Drop(*p)) << "nor closed after";
 }
 
 TEST(PreOpensTest, StopClosesWhatIsHeldAndWhatComesAfter) {
@@ -121,8 +135,7 @@ TEST(PreOpensTest, StopClosesWhatIsHeldAndWhatComesAfter) {
   auto a = Made(7, 1), b = Made(7, 2), c = Made(7, 3);
   pre.Hold(a);
   pre.Hold(b);
-  ASSERT_TRUE(pre.Claim(*b));
-  pre.Used(*b);
+  ASSERT_TRUE(pre.Take(*b));
   pre.Stop();
   EXPECT_EQ(closed.Handles(), std::vector<uint64_t>{1});
   pre.Hold(c);  // a lookup's reply that arrives as the mount goes
