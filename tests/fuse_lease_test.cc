@@ -96,6 +96,17 @@ class LeaseTest : public TwoMountTest {
     return WritebackCounter("queued") - queued0;
   }
 
+  // How many requests of one kind the MDS has served (mdt.*.md_stats, e.g. "read": Data-on-MDT reads).
+  static uint64_t MdStat(const std::string& op) {
+    CommandResult r = RunCommand(
+        {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.md_stats"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.out.find("\n" + op + " ");
+    return at == std::string::npos
+               ? 0
+               : std::stoull(r.out.substr(r.out.find_first_not_of(' ', at + op.size() + 1)));
+  }
+
   static std::string Slurp(const std::string& path) {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -374,6 +385,27 @@ TEST_F(LeaseTest, ReadsTakeTheOpenThatTheirLookupBrought) {
     if (gone.ok()) usleep(10'000);
   }
   EXPECT_EQ(gone.code(), Code::kNoEnt) << "no open of the scan's lookup kept it";
+}
+
+// Data-on-MDT files (their first 64 KiB on the MDS) read by mount 1: the open each lookup
+// brings carries the file's bytes (read-on-open), as an OPEN's reply would, so that the read
+// asks the MDS for nothing more.
+TEST_F(LeaseTest, TheOpenALookupBroughtCarriesADataOnMdtFilesBytes) {
+  ASSERT_EQ(mkdir(P("od").c_str(), 0755), 0) << strerror(errno);
+  CommandResult set = RunCommand(
+      {BinPath("lfs"), "setstripe", "-E", "64K", "-L", "mdt", "-E", "-1", "-c", "1", P("od")});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  auto name = [](int i) { return "od/f" + std::to_string(i); };
+  for (int i = 0; i < 12; ++i) ASSERT_EQ(WriteFile(P(name(i)), Pattern(3000 + i, i)), 0);
+  const uint64_t used0 = LliteSum("open_intents", "used");
+  const uint64_t dom_reads0 = MdStat("read");
+  for (int i = 0; i < 12; ++i) {
+    std::vector<uint8_t> got;
+    ASSERT_EQ(ReadFile(Q(name(i)), &got), 0);
+    EXPECT_EQ(got, Pattern(3000 + i, i)) << name(i);
+  }
+  EXPECT_GE(LliteSum("open_intents", "used") - used0, 10u);
+  EXPECT_EQ(MdStat("read"), dom_reads0) << "every read was served from its open's bytes";
 }
 
 // An open that a lookup brought is dropped when another mount changes the file before the
