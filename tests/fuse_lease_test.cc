@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <fstream>
@@ -406,6 +407,32 @@ TEST_F(LeaseTest, TheOpenALookupBroughtCarriesADataOnMdtFilesBytes) {
   }
   EXPECT_GE(LliteSum("open_intents", "used") - used0, 10u);
   EXPECT_EQ(MdStat("read"), dom_reads0) << "every read was served from its open's bytes";
+}
+
+// A mount that keeps writing one file while it reads others (a checkpoint saved during
+// training) keeps the opens its lookups bring for the files it only reads: its own changes
+// drop only the opens of the files they change.
+TEST_F(LeaseTest, WritingOneFileKeepsTheOpensOfTheFilesOnlyRead) {
+  ASSERT_EQ(mkdir(P("ow").c_str(), 0755), 0) << strerror(errno);
+  auto name = [](int i) { return "ow/f" + std::to_string(i); };
+  for (int i = 0; i < 14; ++i) ASSERT_EQ(WriteFile(P(name(i)), Pattern(2000, i)), 0);
+  const uint64_t used0 = LliteSum("open_intents", "used");
+  std::atomic<bool> stop{false};
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    for (int i = 0; !stop.load(); ++i) {
+      if (WriteFile(Q("ow-log"), Pattern(100, i)) == 0) written.fetch_add(1);
+    }
+  });
+  for (int i = 0; i < 14; ++i) {
+    std::vector<uint8_t> got;
+    EXPECT_EQ(ReadFile(Q(name(i)), &got), 0);
+    EXPECT_EQ(got, Pattern(2000, i)) << name(i);
+  }
+  stop.store(true);
+  writer.join();
+  EXPECT_GT(written.load(), 0);
+  EXPECT_GE(LliteSum("open_intents", "used") - used0, 12u);
 }
 
 // An open that a lookup brought is dropped when another mount changes the file before the

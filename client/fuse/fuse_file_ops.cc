@@ -215,7 +215,7 @@ void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto
     leases_->WithAttrLease(
         p->ino, margin,
         [&] {
-          if (local_changes_.load() != changes_before) return;
+          if (local_changes_.ChangedSince(changes_before, p->ino)) return;
           inode->set_pre_open(p);
           set = true;
         },
@@ -224,11 +224,11 @@ void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto
   pre_opens_.Hold(p);  // closed unless taken in open_intent_ms
   if (!set) pre_opens_.Drop(*p);
   // A change that began as it was set: ChangingLocally's drop, or this one, sees the other.
-  if (set && local_changes_.load() != changes_before) DropPreOpensOf({p->ino});
+  if (set && local_changes_.ChangedSince(changes_before, p->ino)) DropPreOpensOf({p->ino});
 }
 
 void StriaFs::ChangingLocally(uint64_t ino) {
-  local_changes_.fetch_add(1);
+  local_changes_.Note(ino);
   DropPreOpensOf({ino});
 }
 

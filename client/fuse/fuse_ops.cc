@@ -127,7 +127,7 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse
   // In a directory whose files are opened once found, the MDS opens it with the lookup.
   // (Kept only under an attribute lease: KeepPreOpen.)
   const bool intent = open_intent && leased && pre_opens_.Wanted(parent);
-  const uint64_t changes_before = local_changes_.load();
+  const uint64_t changes_before = local_changes_.Now();
   STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
                          intent
                              ? md_.LookupOpen(cred, parent, name, O_RDONLY, /*negative_ok=*/leased)

@@ -239,8 +239,8 @@ class StriaFs {
                     fuse_file_info* fi, const proto::OpenReply* opened = nullptr);
   // The lookup's open of a file (EntryReply.open), held for the kernel's OPEN (pre_opens.h)
   // if the lookup's reply (begun at `stamp`) brought an attribute lease that still holds,
-  // and local_changes_ is still `changes_before` (its value when the lookup was sent);
-  // closed otherwise.
+  // and this mount did not change the file since local_changes_ was `changes_before` (when
+  // the lookup was sent); closed otherwise.
   void KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto::OpenReply opened,
                    const LeaseCache::Stamp& stamp, uint64_t changes_before);
   // This mount changes `ino` where the MDS does not revoke its own lease (a writer starts or
@@ -347,8 +347,9 @@ class StriaFs {
   // Closes that report nothing, sent together (close_batcher.h).
   CloseBatcher closes_{std::chrono::milliseconds(options_.close_gather_ms),
                       [this](const proto::CloseBatchRequest& r) { return SendCloses(r); }};
-  // Counts ChangingLocally: a lookup with open intent in flight across one keeps no open.
-  std::atomic<uint64_t> local_changes_{0};
+  // What ChangingLocally changed: a lookup with open intent in flight across a change of its
+  // file keeps no open.
+  LocalChanges local_changes_;
   // Opens made with lookups, for the kernel's OPENs (pre_opens.h). After closes_: those it
   // closes as it goes join the gathered closes.
   PreOpens pre_opens_{

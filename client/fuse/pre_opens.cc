@@ -98,6 +98,24 @@ PreOpens::Counters PreOpens::counters() const {
   return counters_;
 }
 
+void LocalChanges::Note(uint64_t ino) {
+  std::lock_guard lock(mu_);
+  const uint64_t n = count_.load();
+  log_[n % kLog] = ino;
+  count_.store(n + 1);
+}
+
+bool LocalChanges::ChangedSince(uint64_t since, uint64_t ino) const {
+  if (count_.load() == since) return false;  // nothing changed: no lock
+  std::lock_guard lock(mu_);
+  const uint64_t now = count_.load();
+  if (now - since > kLog) return true;  // the log no longer reaches back that far
+  for (uint64_t n = since; n < now; ++n) {
+    if (log_[n % kLog] == ino) return true;
+  }
+  return false;
+}
+
 void PreOpens::Run() {
   // Expired ones go in sweeps, not one wake-up each: a cold read of many files holds one
   // per file (most taken at once, but left here until due).

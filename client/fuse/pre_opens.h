@@ -51,6 +51,34 @@ struct PreOpen {
   std::atomic<bool> claimed{false};  // taken by an OPEN, or closed: by one party only
 };
 
+// LocalChanges: which files this mount changed where the MDS revokes none of its own
+// leases (a writer starting or ending, a size report answered, a setattr), so that a lookup
+// in flight across such a change of its file keeps no open (StriaFs::KeepPreOpen). A lookup
+// notes Now() when it is sent and asks ChangedSince with the inode its reply names; the
+// inode is not known before, and may be made by that very reply. The last kLog changes are
+// remembered: a lookup that more happened across counts its file as changed. So a mount
+// that writes some files while it reads others (a checkpoint saved during training) keeps
+// the opens of the files it only reads.
+//
+// Thread-safety: thread-safe. Note's change is seen by every ChangedSince that begins after
+// Note returns (the ordering StriaFs::KeepPreOpen's check after setting relies on).
+class LocalChanges {
+ public:
+  static constexpr uint64_t kLog = 256;
+
+  // The count of changes so far.
+  uint64_t Now() const { return count_.load(); }
+  // This mount changes `ino`.
+  void Note(uint64_t ino);
+  // Whether `ino` changed after Now() was `since` (or too much changed since to tell).
+  bool ChangedSince(uint64_t since, uint64_t ino) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::atomic<uint64_t> count_{0};  // written under mu_
+  uint64_t log_[kLog] = {};         // GUARDED_BY(mu_): the ino of change n at n % kLog
+};
+
 class PreOpens {
  public:
   using Clock = std::chrono::steady_clock;

@@ -1,5 +1,6 @@
 // PreOpens: which directories' lookups carry the open intent, and that every pre-open is
-// either taken once or closed once. The close function stands where StriaFs::ClosePreOpen
+// either taken once or closed once; LocalChanges: which lookups in flight saw their file
+// change here. The close function stands where StriaFs::ClosePreOpen
 // goes; the real path through a mount and an MDS is in tests/fuse_lease_test.cc
 // (LeaseTest.ReadsTakeTheOpenThatTheirLookupBrought and the tests after it).
 #include "client/fuse/pre_opens.h"
@@ -38,6 +39,33 @@ std::shared_ptr<PreOpen> Made(uint64_t dir, uint64_t handle) {
   p->ino = handle + 1000;
   p->reply.set_handle(handle);
   return p;
+}
+
+// A lookup in flight keeps its open unless its own file changed meanwhile: changes of other
+// files do not count, and a lookup that more changes happened across than are remembered
+// counts its file as changed.
+TEST(LocalChangesTest, OnlyAChangeOfTheLookedUpFileCounts) {
+  LocalChanges changes;
+  const uint64_t before = changes.Now();
+  EXPECT_FALSE(changes.ChangedSince(before, 7));
+  changes.Note(8);
+  changes.Note(9);
+  EXPECT_EQ(changes.Now(), before + 2);
+  EXPECT_FALSE(changes.ChangedSince(before, 7)) << "other files changed";
+  EXPECT_TRUE(changes.ChangedSince(before, 9));
+  EXPECT_FALSE(changes.ChangedSince(changes.Now(), 9)) << "changed before the lookup was sent";
+
+  const uint64_t mid = changes.Now();
+  changes.Note(7);
+  EXPECT_TRUE(changes.ChangedSince(before, 7));
+  EXPECT_TRUE(changes.ChangedSince(mid, 7));
+
+  const uint64_t long_ago = changes.Now();
+  for (uint64_t i = 0; i < LocalChanges::kLog; ++i) changes.Note(100 + i);
+  EXPECT_FALSE(changes.ChangedSince(long_ago, 7)) << "the log still reaches back";
+  changes.Note(100);
+  EXPECT_TRUE(changes.ChangedSince(long_ago, 7)) << "beyond the log: counted as changed";
+  EXPECT_FALSE(changes.ChangedSince(changes.Now() - LocalChanges::kLog, 7));
 }
 
 TEST(PreOpensTest, ADirectoryWantsTheIntentOnceOpensFollowItsLookups) {
