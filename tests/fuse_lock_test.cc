@@ -48,6 +48,19 @@ ClusterOptions LockEnvOptions() {
 const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
     new SharedClusterEnv(LockEnvOptions(), &g_cluster, &g_client));
 
+// Opens that the mounts' OPENs took from their lookups (llite.*.open_intents `used`).
+uint64_t OpenIntentsUsed() {
+  CommandResult r = RunCommand({BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n",
+                                "llite.lockfs-*.open_intents"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  uint64_t sum = 0;
+  for (size_t at = r.out.find("used: "); at != std::string::npos;
+       at = r.out.find("used: ", at + 1)) {
+    sum += std::stoull(r.out.substr(at + 6));
+  }
+  return sum;
+}
+
 // F_SETLK/F_SETLKW of [start, start+len) (len 0: to EOF); 0 or the errno.
 int SetLock(int fd, short type, off_t start, off_t len, bool wait = false) {  // NOLINT
   struct flock fl {};
@@ -414,6 +427,23 @@ TEST_F(FuseLockTest, LocksAndOpenUnlinkedFilesSurviveAnMdsKill) {
   int orphan = open(P("orphan").c_str(), O_RDONLY);
   ASSERT_GE(orphan, 0);
   ASSERT_EQ(unlink(Q(1, "orphan").c_str()), 0);
+  // The same for a file that mount 1 opened with the open its lookup brought (the open
+  // intent, client/fuse/pre_opens.h): that handle is replayed too. Reads of two other files
+  // of the directory first, so that its lookups carry the intent.
+  ASSERT_EQ(mkdir(P("pre").c_str(), 0755), 0) << strerror(errno);
+  const auto pre_data = Pattern(200'000, 98);
+  for (const char* f : {"pre/a", "pre/b", "pre/orphan"}) {
+    ASSERT_EQ(WriteFile(P(f), pre_data, 1 << 20, /*do_fsync=*/true), 0);
+  }
+  for (const char* f : {"pre/a", "pre/b"}) {
+    std::vector<uint8_t> got;
+    ASSERT_EQ(ReadFile(Q(1, f), &got), 0);
+  }
+  const uint64_t used0 = OpenIntentsUsed();
+  int pre_orphan = open(Q(1, "pre/orphan").c_str(), O_RDONLY);
+  ASSERT_GE(pre_orphan, 0) << strerror(errno);
+  EXPECT_EQ(OpenIntentsUsed(), used0 + 1) << "the OPEN took the open its lookup brought";
+  ASSERT_EQ(unlink(P("pre/orphan").c_str()), 0);
 
   Status st = g_cluster->KillMds(SIGKILL);
   ASSERT_TRUE(st.ok()) << st.ToString();
@@ -428,6 +458,11 @@ TEST_F(FuseLockTest, LocksAndOpenUnlinkedFilesSurviveAnMdsKill) {
       << strerror(errno);
   EXPECT_EQ(FirstDiff(got, data), -1) << "the open-unlinked file lost data in the restart";
   close(orphan);
+  got.assign(pre_data.size(), 0);
+  ASSERT_EQ(pread(pre_orphan, got.data(), got.size(), 0), static_cast<ssize_t>(got.size()))
+      << strerror(errno);
+  EXPECT_EQ(FirstDiff(got, pre_data), -1) << "the pre-opened orphan lost data in the restart";
+  close(pre_orphan);
   ASSERT_EQ(SetLock(a, F_UNLCK, 0, 0), 0);
   EXPECT_EQ(SetLock(b, F_WRLCK, 0, 0), 0);
   close(a);
