@@ -226,7 +226,10 @@ uint32_t LeaseTable::GrantWriteback(const std::string& client, uint64_t dir, uin
     return 0;
   }
   const Clock::time_point until = HoldLocked(c->second, client, r, now);
-  if (r.wb_client.empty()) wb_grants_.fetch_add(1, std::memory_order_relaxed);
+  if (r.wb_client.empty()) {
+    wb_grants_.fetch_add(1, std::memory_order_relaxed);
+    ++wb_holders_[client];
+  }
   r.wb_client = client;
   // Recalled, and other leases refused, a while past its end too: the holder stops using it
   // before the end, but what it queued just before may still be on its way.
@@ -235,6 +238,13 @@ uint32_t LeaseTable::GrantWriteback(const std::string& client, uint64_t dir, uin
   ++counters_.granted;
   ++counters_.writeback_granted;
   return static_cast<uint32_t>(options_.lease_ms);
+}
+
+bool LeaseTable::OthersHoldWriteback(const std::string& requester) const {
+  if (wb_grants_.load(std::memory_order_relaxed) == 0) return false;
+  std::lock_guard lock(mu_);
+  return wb_holders_.size() > 1 ||
+         (wb_holders_.size() == 1 && wb_holders_.begin()->first != requester);
 }
 
 void LeaseTable::RecallWriteback(const std::string& requester,
@@ -315,6 +325,9 @@ LeaseTable::Clock::time_point LeaseTable::HoldLocked(ClientState& state, const s
 
 void LeaseTable::EndWritebackLocked(Resource& r) {
   if (r.wb_client.empty() || r.wb_recalling) return;  // the recall ends it
+  if (auto h = wb_holders_.find(r.wb_client); h != wb_holders_.end() && --h->second == 0) {
+    wb_holders_.erase(h);
+  }
   r.wb_client.clear();
   wb_grants_.fetch_sub(1, std::memory_order_relaxed);
 }

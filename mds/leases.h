@@ -151,6 +151,10 @@ class LeaseTable {
   void RecallWriteback(const std::string& requester, std::initializer_list<uint64_t> inos);
   // Whether any write-back grant may be held now (one atomic load).
   bool AnyWriteback() const { return wb_grants_.load(std::memory_order_relaxed) != 0; }
+  // Whether a client other than `requester` holds one (RecallWriteback would recall
+  // something): a mount that made the files it now looks up holds grants, and its lookups
+  // need not read what they name twice to find directories to recall.
+  bool OthersHoldWriteback(const std::string& requester) const;
 
   // Revoke, before a change is made rather than after: what `changes` names is contended
   // from now on even where nobody held a lease, so no other client gets one between this
@@ -258,6 +262,7 @@ class LeaseTable {
   Counters counters_;                                           // GUARDED_BY(mu_)
   // Resources with a write-back grant (live or not yet swept): RecallWriteback's fast path.
   std::atomic<size_t> wb_grants_{0};
+  std::unordered_map<std::string, size_t> wb_holders_;  // GUARDED_BY(mu_): grants per client
   std::condition_variable recall_cv_;  // with mu_: a recall ended
 
   std::mutex later_mu_;

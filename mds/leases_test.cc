@@ -167,9 +167,12 @@ TEST(LeaseTableTest, AWriteBackGrantIsExclusiveAndRecalledBeforeAnotherClientsRe
   ASSERT_GT(t.Grant("B", Kind::kAttr, 21, t.Snapshot()), 0u);
   EXPECT_EQ(t.GrantWriteback("A", 21, t.Snapshot()), 0u);
   EXPECT_EQ(t.GrantWriteback("Z", 22, t.Snapshot()), 0u) << "not registered";
+  EXPECT_FALSE(t.OthersHoldWriteback("B"));
 
   ASSERT_EQ(t.GrantWriteback("A", 22, t.Snapshot()), 30'000u);
   EXPECT_EQ(t.counters().writeback_granted, 1u);
+  EXPECT_FALSE(t.OthersHoldWriteback("A")) << "its own grant";
+  EXPECT_TRUE(t.OthersHoldWriteback("B"));
   // While A holds it nobody else gets a lease over the directory.
   EXPECT_EQ(t.Grant("B", Kind::kEntry, 22, t.Snapshot()), 0u);
   EXPECT_EQ(t.Grant("B", Kind::kAttr, 22, t.Snapshot()), 0u);
@@ -189,6 +192,7 @@ TEST(LeaseTableTest, AWriteBackGrantIsExclusiveAndRecalledBeforeAnotherClientsRe
   EXPECT_GT(t.Grant("B", Kind::kEntry, 22, t.Snapshot()), 0u);
   t.RecallWriteback("B", {22});
   EXPECT_EQ(a.calls(), 1);
+  EXPECT_FALSE(t.OthersHoldWriteback("B"));
   EXPECT_EQ(t.GrantWriteback("A", 22, t.Snapshot()), 0u);
 }
 

@@ -152,7 +152,7 @@ void RevokeVictimFirst(LeaseTable& leases, const Namespace& ns, const std::strin
 template <typename Req>
 void RecallWritebackFor(LeaseTable& leases, const Namespace& ns, const std::string& client,
                         const Req& req) {
-  if (!leases.AnyWriteback()) return;
+  if (!leases.OthersHoldWriteback(client)) return;  // RecallWriteback would recall nothing
   // A directory named by a lookup, an rmdir or a rename (its emptiness, its times, what
   // replaces it) counts as named too. (A batch's more_names are files: a directory among
   // them is refused, EISDIR, and changes nothing.)

@@ -360,9 +360,13 @@ Result<std::optional<std::string>> Namespace::Get(const std::string& key) const 
 }
 
 Result<InodeRecord> Namespace::GetInode(uint64_t ino) const {
+  uint64_t token = 0;
+  if (std::shared_ptr<const InodeRecord> cached = inode_cache_.Find(ino, &token)) return *cached;
   STRIA_ASSIGN_OR_RETURN(auto v, Get(InodeKey(ino)));
   if (!v) return Status(Code::kNoEnt, "no inode " + std::to_string(ino));
-  return InodeRecord::Decode(*v);
+  STRIA_ASSIGN_OR_RETURN(InodeRecord rec, InodeRecord::Decode(*v));
+  inode_cache_.Offer(ino, token, std::make_shared<const InodeRecord>(rec));
+  return rec;
 }
 
 Result<std::optional<std::pair<uint64_t, proto::FileType>>> Namespace::GetDirent(
@@ -401,7 +405,50 @@ uint64_t Namespace::InodeCount() {
   return super_.inodes;
 }
 
+namespace {
+
+// The inodes whose records a batch writes or deletes.
+class InodeKeys : public rocksdb::WriteBatch::Handler {
+ public:
+  std::vector<uint64_t> inos;
+
+  void Put(const rocksdb::Slice& key, const rocksdb::Slice&) override { Note(key); }
+  void Delete(const rocksdb::Slice& key) override { Note(key); }
+  void SingleDelete(const rocksdb::Slice& key) override { Note(key); }
+  void Merge(const rocksdb::Slice& key, const rocksdb::Slice&) override { Note(key); }
+  rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice& begin,
+                                const rocksdb::Slice& end) override {
+    if (begin.size() > 0 && begin[0] <= kPrefixInode && end.size() > 0 && end[0] >= kPrefixInode) {
+      range = true;
+    }
+    return rocksdb::Status::OK();
+  }
+  bool range = false;  // a range that may hold inode records: the whole cache goes
+
+ private:
+  void Note(const rocksdb::Slice& key) {
+    if (key.size() == 9 && key[0] == kPrefixInode) {
+      inos.push_back(GetBe64(std::string_view(key.data() + 1, 8)));
+    }
+  }
+};
+
+}  // namespace
+
 Status Namespace::Write(rocksdb::WriteBatch* batch, bool sync) {
+  InodeKeys changed;
+  STRIA_RETURN_IF_ERROR(FromRocks(batch->Iterate(&changed), "read write batch"));
+  auto invalidate = [&] {
+    if (changed.range) inode_cache_.Clear();
+    for (uint64_t ino : changed.inos) inode_cache_.Changed(ino);
+  };
+  invalidate();
+  Status st = WriteBatchNow(batch, sync);
+  invalidate();
+  return st;
+}
+
+Status Namespace::WriteBatchNow(rocksdb::WriteBatch* batch, bool sync) {
   DeferredSync* active = DeferredSync::Active(this);
   DeferredSync* deferred = sync ? active : nullptr;
   rocksdb::WriteOptions wo;

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "mds/inode_cache.h"
 #include "mds/leases.h"
 #include "mds/ost_gateway.h"
 #include "mds/params.h"
@@ -136,7 +137,8 @@ class Namespace {
   const std::function<void(MdChanges)>& change_listener() const { return change_listener_; }
 
   // ---- reads (no mutex) ----
-  // kNoEnt when the inode does not exist, kCorrupt when its record does not decode.
+  // kNoEnt when the inode does not exist, kCorrupt when its record does not decode. Through
+  // the inode cache (mds/inode_cache.h).
   Result<InodeRecord> GetInode(uint64_t ino) const;
   // The child inode and type of parent/name, or nullopt.
   Result<std::optional<std::pair<uint64_t, proto::FileType>>> GetDirent(
@@ -162,6 +164,9 @@ class Namespace {
   const InodeRecord* CachedDirLocked(uint64_t ino) const;
   void CacheDirLocked(uint64_t ino, InodeRecord rec);
   void ForgetDirLocked(uint64_t ino) { dir_cache_.erase(ino); }
+
+  InodeCache::Counters InodeCacheCounters() const { return inode_cache_.counters(); }
+  static constexpr size_t kInodeCacheEntries = 65536;
   static constexpr size_t kDirCacheEntries = 16384;
 
   // Copies, taking the mutex briefly.
@@ -205,7 +210,11 @@ class Namespace {
   // destroy queue's owner: the inode records are removed with their layouts).
   Status ReapOrphans();
 
-  // Writes one batch durably (sync = true). Any failure is kDbError. Inside a DeferredSync
+  // Writes one batch durably (sync = true). Any failure is kDbError. The inode records it
+  // writes or deletes leave the inode cache before and after the write: before, so that no
+  // reader caches what the batch replaces once it is written; after, so that none caches
+  // what it read before (mds/inode_cache.h). So a read that begins after Write returns sees
+  // the batch. Inside a DeferredSync
   // scope on this thread, a sync write is made without the WAL sync and the scope makes it
   // durable later (group commit).
   // sync=false only for changes that may wait for durability (the destroy queue's
@@ -269,7 +278,10 @@ class Namespace {
   std::map<uint32_t, OstState> osts_; // GUARDED_BY(mutex_)
   uint64_t rr_cursor_ = 0;            // GUARDED_BY(mutex_): round-robin start, not persisted
   AllocTunables alloc_tunables_;      // GUARDED_BY(mutex_): cache of params, by config_gen
+  Status WriteBatchNow(rocksdb::WriteBatch* batch, bool sync);  // Write, less the cache
+
   std::unordered_map<uint64_t, InodeRecord> dir_cache_;  // GUARDED_BY(mutex_)
+  mutable InodeCache inode_cache_{kInodeCacheEntries};
   std::mutex sync_mu_;
   std::condition_variable sync_cv_;
   uint64_t synced_seq_ = 0;      // GUARDED_BY(sync_mu_): WAL durable up to here
