@@ -18,10 +18,11 @@ std::shared_ptr<const InodeRecord> InodeCache::Find(uint64_t ino, uint64_t* toke
 
 void InodeCache::Offer(uint64_t ino, uint64_t token, std::shared_ptr<const InodeRecord> rec) {
   std::shared_ptr<const InodeRecord> dropped;  // freed outside the lock
+  std::unordered_map<uint64_t, std::shared_ptr<const InodeRecord>> full;
   Shard& s = ShardOf(ino);
   std::lock_guard lock(s.mu);
   if (s.changes != token) return;  // what the reader read may predate that change
-  if (s.map.size() >= per_shard_ && !s.map.count(ino)) s.map.clear();
+  if (s.map.size() >= per_shard_ && !s.map.count(ino)) full.swap(s.map);
   auto [it, added] = s.map.try_emplace(ino, std::move(rec));
   if (!added) dropped = std::exchange(it->second, std::move(rec));
 }

@@ -226,7 +226,10 @@ uint32_t LeaseTable::GrantWriteback(const std::string& client, uint64_t dir, uin
     return 0;
   }
   const Clock::time_point until = HoldLocked(c->second, client, r, now);
-  if (r.wb_client.empty()) {
+  if (r.wb_client != client) {
+    // Another client's grant, past its end but not swept yet (one being recalled was
+    // refused above): ended first, so that the count per client follows.
+    if (!r.wb_client.empty()) EndWritebackLocked(r);
     wb_grants_.fetch_add(1, std::memory_order_relaxed);
     ++wb_holders_[client];
   }

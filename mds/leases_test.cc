@@ -196,6 +196,33 @@ TEST(LeaseTableTest, AWriteBackGrantIsExclusiveAndRecalledBeforeAnotherClientsRe
   EXPECT_EQ(t.GrantWriteback("A", 22, t.Snapshot()), 0u);
 }
 
+// A grant past its end that the sweep has not reached yet (more than kSweepBatch resources
+// came due before it) goes to another client: the first holder's own requests must recall
+// it from then on (its count of grants held went with it).
+TEST(LeaseTableTest, AGrantTakenOverBeforeItWasSweptIsRecalledFromItsNewHolder) {
+  auto now =
+      std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  LeaseOptions o = Options();
+  o.clock = [now] { return *now; };
+  LeaseTable t(o);
+  Callbacks a, b;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  ASSERT_TRUE(t.Register("B", b.nid()).ok());
+  for (uint64_t ino = 1000; ino < 1000 + LeaseTable::kSweepBatch + 100; ++ino) {
+    ASSERT_GT(t.Grant("A", Kind::kAttr, ino, t.Snapshot()), 0u);
+  }
+  *now += std::chrono::milliseconds(1);
+  ASSERT_GT(t.GrantWriteback("A", 22, t.Snapshot()), 0u);
+  EXPECT_TRUE(t.OthersHoldWriteback("B"));
+  *now += std::chrono::hours(1);  // everything is past its end
+  ASSERT_GT(t.GrantWriteback("B", 22, t.Snapshot()), 0u) << "A's grant had ended";
+  EXPECT_TRUE(t.OthersHoldWriteback("A")) << "B holds one now";
+  EXPECT_FALSE(t.OthersHoldWriteback("B"));
+  t.RecallWriteback("A", {22});
+  EXPECT_EQ(b.calls(), 1);
+  EXPECT_FALSE(t.OthersHoldWriteback("A"));
+}
+
 TEST(LeaseTableTest, AnotherClientsChangeOrForgettingTheHolderEndsAWriteBackGrant) {
   LeaseTable t(Options());
   Callbacks a, b;

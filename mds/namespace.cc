@@ -365,7 +365,10 @@ Result<InodeRecord> Namespace::GetInode(uint64_t ino) const {
   STRIA_ASSIGN_OR_RETURN(auto v, Get(InodeKey(ino)));
   if (!v) return Status(Code::kNoEnt, "no inode " + std::to_string(ino));
   STRIA_ASSIGN_OR_RETURN(InodeRecord rec, InodeRecord::Decode(*v));
-  inode_cache_.Offer(ino, token, std::make_shared<const InodeRecord>(rec));
+  // Bounded in bytes too: a widely striped or mirrored file's layout is large.
+  if (v->size() <= kInodeCacheMaxRecordBytes) {
+    inode_cache_.Offer(ino, token, std::make_shared<const InodeRecord>(rec));
+  }
   return rec;
 }
 
@@ -418,9 +421,8 @@ class InodeKeys : public rocksdb::WriteBatch::Handler {
   void Merge(const rocksdb::Slice& key, const rocksdb::Slice&) override { Note(key); }
   rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice& begin,
                                 const rocksdb::Slice& end) override {
-    if (begin.size() > 0 && begin[0] <= kPrefixInode && end.size() > 0 && end[0] >= kPrefixInode) {
-      range = true;
-    }
+    const rocksdb::Slice first(&kPrefixInode, 1);
+    if (begin.compare(first) <= 0 && end.compare(first) > 0) range = true;
     return rocksdb::Status::OK();
   }
   bool range = false;  // a range that may hold inode records: the whole cache goes

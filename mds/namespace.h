@@ -166,7 +166,10 @@ class Namespace {
   void ForgetDirLocked(uint64_t ino) { dir_cache_.erase(ino); }
 
   InodeCache::Counters InodeCacheCounters() const { return inode_cache_.counters(); }
+  // The inode cache's bound: entries, and the largest record kept (encoded bytes; a
+  // file of a few dozen stripes fits). At most about 64K x 4 KiB.
   static constexpr size_t kInodeCacheEntries = 65536;
+  static constexpr size_t kInodeCacheMaxRecordBytes = 4096;
   static constexpr size_t kDirCacheEntries = 16384;
 
   // Copies, taking the mutex briefly.
