@@ -536,6 +536,17 @@ void MdsService::Register(lnet::RpcServer* server) {
                  [md] { md->stats.Clear(); });
   registry_->Add(mdt + ".job_stats", [md] { return md->jobs.Format(); },
                  [md] { md->jobs.Clear(); });
+  // Stria's own: the inode cache (mds/inode_cache.h), lctl get_param mdt.*.inode_cache.
+  const Namespace* ns = ns_;
+  registry_->Add(
+      mdt + ".inode_cache",
+      [ns] {
+        const InodeCache::Counters c = ns->InodeCacheCounters();
+        return fmt::format("entries_max: {}\nrecord_bytes_max: {}\nhits: {}\nmisses: {}\n",
+                           Namespace::kInodeCacheEntries, Namespace::kInodeCacheMaxRecordBytes,
+                           c.hits, c.misses);
+      },
+      [] {});
   if (LeaseTable* leases = options_.leases.get()) {
     // Stria's own: the metadata leases (docs/consistency.md#leases), lctl get_param
     // mdt.*.md_leases.

@@ -421,8 +421,12 @@ class InodeKeys : public rocksdb::WriteBatch::Handler {
   void Merge(const rocksdb::Slice& key, const rocksdb::Slice&) override { Note(key); }
   rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice& begin,
                                 const rocksdb::Slice& end) override {
-    const rocksdb::Slice first(&kPrefixInode, 1);
-    if (begin.compare(first) <= 0 && end.compare(first) > 0) range = true;
+    // [begin, end) meets the inode keys, ["I", "J"), unless it ends before or starts after.
+    static constexpr char kAfterInodes = kPrefixInode + 1;
+    if (begin.compare(rocksdb::Slice(&kAfterInodes, 1)) < 0 &&
+        end.compare(rocksdb::Slice(&kPrefixInode, 1)) > 0) {
+      range = true;
+    }
     return rocksdb::Status::OK();
   }
   bool range = false;  // a range that may hold inode records: the whole cache goes

@@ -97,6 +97,14 @@ class LeaseTest : public TwoMountTest {
     return WritebackCounter("queued") - queued0;
   }
 
+  // The MDS's inode cache hits (mdt.*.inode_cache).
+  static uint64_t InodeCacheHits() {
+    CommandResult r = RunCommand(
+        {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.inode_cache"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const size_t at = r.out.find("hits: ");
+    return at == std::string::npos ? 0 : std::stoull(r.out.substr(at + 6));
+  }
   // How many requests of one kind the MDS has served (mdt.*.md_stats, e.g. "read": Data-on-MDT reads).
   static uint64_t MdStat(const std::string& op) {
     CommandResult r = RunCommand(
@@ -362,12 +370,15 @@ TEST_F(LeaseTest, ReadsTakeTheOpenThatTheirLookupBrought) {
   for (int i = 0; i < 30; ++i) ASSERT_EQ(WriteFile(P(name(i)), Pattern(5000, i)), 0);
   const uint64_t used0 = LliteSum("open_intents", "used");
   const uint64_t wasted0 = LliteSum("open_intents", "wasted");
+  const uint64_t hits0 = InodeCacheHits();
   for (int i = 0; i < 12; ++i) {
     std::vector<uint8_t> got;
     ASSERT_EQ(ReadFile(Q(name(i)), &got), 0);
     EXPECT_EQ(got, Pattern(5000, i)) << name(i);
   }
   EXPECT_GE(LliteSum("open_intents", "used") - used0, 10u);
+  // Each lookup-and-open reads the file's inode more than once: the MDS decodes it once.
+  EXPECT_GE(InodeCacheHits() - hits0, 12u) << "mdt.*.inode_cache";
   EXPECT_EQ(LliteSum("open_intents", "wasted"), wasted0);
 
   const ino_t looked_at = Stat(Q(name(12))).st_ino;
