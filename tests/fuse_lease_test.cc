@@ -1,18 +1,23 @@
 // Metadata leases (mds/leases.h, client/fuse/lease_cache.h) through two real mounts of one
 // cluster: what one mount changes is seen by the other at once, although the other keeps
 // names, absences and attributes in its kernel for the whole lease; those answer even while
-// the MDS does not, as do absent names in a directory the mount made itself; and a mount that stops answering revocations holds a change up once,
-// loses its leases, and drops its cache when it comes back.
+// the MDS does not, as do absent names in a directory the mount made itself; lookups of names
+// it does not know go to the MDS together, not one at a time per directory; and a mount that
+// stops answering revocations holds a change up once, loses its leases, and drops its cache
+// when it comes back.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iterator>
@@ -41,8 +46,8 @@ ClusterOptions EnvOptions() {
   return o;
 }
 
-const auto* const kEnv = ::testing::AddGlobalTestEnvironment(
-    new SharedClusterEnv(EnvOptions(), &g_cluster, &g_client));
+const auto* const kEnv =
+    ::testing::AddGlobalTestEnvironment(new SharedClusterEnv(EnvOptions(), &g_cluster, &g_client));
 
 class LeaseTest : public TwoMountTest {
  protected:
@@ -105,7 +110,8 @@ class LeaseTest : public TwoMountTest {
     const size_t at = r.out.find("hits: ");
     return at == std::string::npos ? 0 : std::stoull(r.out.substr(at + 6));
   }
-  // How many requests of one kind the MDS has served (mdt.*.md_stats, e.g. "read": Data-on-MDT reads).
+  // How many requests of one kind the MDS has served (mdt.*.md_stats, e.g. "read": Data-on-MDT
+  // reads).
   static uint64_t MdStat(const std::string& op) {
     CommandResult r = RunCommand(
         {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.md_stats"});
@@ -297,6 +303,85 @@ TEST_F(LeaseTest, LeasedNamesAndAbsencesAnswerWhileTheMdsDoesNot) {
       << "1: wrong attributes, 2: the absence was not kept, 3: the directory's names unknown";
 }
 
+// The file that counts a mount's FUSE requests not answered yet (fusectl's `waiting`), or
+// "" where fusectl is not there. Found before the MDS stops: stat(2) may need it.
+std::string FuseWaitingFile(const std::string& mount_point) {
+  struct stat st {};
+  if (stat(mount_point.c_str(), &st) != 0) return "";
+  const std::string conns = "/sys/fs/fuse/connections";
+  const std::string waiting = conns + "/" + std::to_string(minor(st.st_dev)) + "/waiting";
+  if (access(waiting.c_str(), R_OK) != 0) {
+    RunCommand({"mount", "-t", "fusectl", "fusectl", conns});  // root: it may not be mounted
+  }
+  return access(waiting.c_str(), R_OK) == 0 ? waiting : "";
+}
+
+int64_t ReadCount(const std::string& file) {
+  std::ifstream in(file);
+  int64_t n = -1;
+  return in >> n ? n : -1;
+}
+
+// Whether every thread of `pid` is stopped (state T).
+bool AllThreadsStopped(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(dir, ec)) {
+    std::ifstream in(task.path() / "stat");
+    std::string line;
+    std::getline(in, line);
+    const size_t paren = line.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= line.size() || line[paren + 2] != 'T') {
+      return false;
+    }
+  }
+  return !ec;
+}
+
+TEST_F(LeaseTest, LookupsInOneDirectoryGoToTheMdsTogether) {
+  // libfuse 3.14 never passes FUSE_PARALLEL_DIROPS on, and the kernel then holds the
+  // directory's mutex across each LOOKUP: 8 readers of one directory's files waited for
+  // the MDS one at a time (fuse_ring.h). Names mount 1 never saw, so each needs the MDS, in
+  // a directory it knows (under its lease: no GETATTR of it for the search permission).
+  ASSERT_EQ(mkdir(P("pl").c_str(), 0755), 0) << strerror(errno);
+  for (const char* n : {"a", "b", "c"})
+    ASSERT_EQ(WriteFile(P(std::string("pl/") + n), Pattern(10, 1)), 0);
+  std::this_thread::sleep_for(kPastShortTimeouts);
+  EXPECT_TRUE(S_ISDIR(Stat(Q("pl")).st_mode));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // mount 1's requests are done
+  const std::string waiting = FuseWaitingFile(mnt1_);
+  if (waiting.empty()) GTEST_SKIP() << "fusectl's counters cannot be read here";
+  const int64_t before = ReadCount(waiting);
+
+  ASSERT_EQ(kill(g_cluster->mds_pid(), SIGSTOP), 0);
+  // Stopped in every thread: one still running could answer the first lookup.
+  EXPECT_GE(SecondsUntil([] { return AllThreadsStopped(g_cluster->mds_pid()); }), 0);
+  std::vector<pid_t> children;
+  for (const char* n : {"a", "b", "c"}) {
+    const std::string path = Q(std::string("pl/") + n);
+    const pid_t child = fork();
+    if (child == 0) {
+      struct stat st {};
+      _exit(lstat(path.c_str(), &st) == 0 && st.st_size == 10 ? 0 : 1);
+    }
+    children.push_back(child);
+  }
+  int64_t most = 0;
+  SecondsUntil(
+      [&] {
+        most = std::max(most, ReadCount(waiting) - before);
+        return most >= 3;
+      },
+      2.0);
+  kill(g_cluster->mds_pid(), SIGCONT);
+  for (pid_t child : children) {
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "a lookup failed";
+  }
+  EXPECT_GE(most, 3) << "lookups of one directory waited for each other";
+}
+
 TEST_F(LeaseTest, AMountThatStopsAnsweringLosesItsLeasesAndItsCache) {
   // Mount 1's process stops: the MDS's revocation goes unanswered. The unlink still
   // completes (after the MDS's revoke timeout), and the MDS keeps serving. That needs mount 1
@@ -327,8 +412,7 @@ TEST_F(LeaseTest, AMountThatStopsAnsweringLosesItsLeasesAndItsCache) {
   EXPECT_GE(SecondsUntil([&] { return !Exists(Q(dir + "/f")); }, 40), 0)
       << "mount 1 kept the unlinked name";
   EXPECT_TRUE(Exists(Q(dir + "/g")));
-  EXPECT_NE(Slurp(g_cluster->mds_log()).find("lease revocation not answered"),
-            std::string::npos);
+  EXPECT_NE(Slurp(g_cluster->mds_log()).find("lease revocation not answered"), std::string::npos);
   CommandResult leases = RunCommand(
       {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.md_leases"});
   ASSERT_EQ(leases.exit_code, 0) << leases.err;

@@ -142,7 +142,8 @@ class Ring {
 
   // The INIT request, as the kernel sent it over /dev/fuse.
   std::atomic<uint64_t> init_unique{0};
-  std::atomic<bool> kernel_offers{false};
+  std::atomic<bool> kernel_offers{false};  // io_uring, and options.io_uring
+  std::atomic<bool> kernel_offers_parallel_dirops{false};
 
   void Remember(uint64_t unique, Entry* e) {
     std::lock_guard lock(mu_);
@@ -430,7 +431,9 @@ ssize_t DeviceRead(int fd, void* buf, size_t len, void* /*userdata*/) {
         n >= static_cast<ssize_t>(sizeof(fuse_in_header) + sizeof(fuse_init_in))) {
       const auto* init = reinterpret_cast<const fuse_init_in*>(in + 1);
       const bool ext = init->minor >= 36 && (init->flags & FUSE_INIT_EXT) != 0;
-      g_ring->kernel_offers = ext && (init->flags2 & kOverIoUringFlags2) != 0;
+      g_ring->kernel_offers =
+          g_ring->options.io_uring && ext && (init->flags2 & kOverIoUringFlags2) != 0;
+      g_ring->kernel_offers_parallel_dirops = (init->flags & FUSE_PARALLEL_DIROPS) != 0;
       g_ring->init_unique = in->unique;
     }
   }
@@ -447,12 +450,16 @@ ssize_t SpliceSend(int fdin, off_t* offin, int fdout, off_t* offout, size_t len,
   return splice(fdin, offin, fdout, offout, len, flags);
 }
 
-// The INIT reply: ask for io_uring where the kernel offered it. Returns whether it did.
-bool AskForRing(iovec* iov, int count) {
+// The INIT reply: what libfuse 3.14 leaves out of it. Returns whether it asked for io_uring.
+bool CompleteInitReply(const Ring& ring, iovec* iov, int count) {
   if (count < 2 || iov[1].iov_len < offsetof(fuse_init_out, flags2) + sizeof(uint32_t)) {
     return false;
   }
   auto* init = static_cast<fuse_init_out*>(iov[1].iov_base);
+  if (ring.options.parallel_dirops && ring.kernel_offers_parallel_dirops.load()) {
+    init->flags |= FUSE_PARALLEL_DIROPS;
+  }
+  if (!ring.kernel_offers.load()) return false;
   init->flags |= FUSE_INIT_EXT;
   init->flags2 |= kOverIoUringFlags2;
   // The kernel refuses entries whose payload buffer is smaller than its largest request.
@@ -465,7 +472,7 @@ ssize_t DeviceWritev(int fd, iovec* iov, int count, void* /*userdata*/) {
   auto* out = static_cast<fuse_out_header*>(iov[0].iov_base);
   Ring* ring = g_ring;
   if (ring != nullptr && out->unique != 0) {
-    if (Entry* e = ring->Take(out->unique); e != nullptr) {
+    if (Entry* e = ring->options.io_uring ? ring->Take(out->unique) : nullptr; e != nullptr) {
       e->replied.store(true, std::memory_order_release);
       size_t len = 0;
       ssize_t total = static_cast<ssize_t>(iov[0].iov_len);
@@ -490,9 +497,8 @@ ssize_t DeviceWritev(int fd, iovec* iov, int count, void* /*userdata*/) {
       e->worker->Commit(e);
       return total;
     }
-    if (out->unique == ring->init_unique.load() && out->error == 0 &&
-        ring->kernel_offers.load()) {
-      const bool asked = AskForRing(iov, count);
+    if (out->unique == ring->init_unique.load() && out->error == 0) {
+      const bool asked = CompleteInitReply(*ring, iov, count);
       const ssize_t n = writev(fd, iov, count);
       // The kernel has taken the reply (INIT is answered in the write): it now accepts
       // ring entries.

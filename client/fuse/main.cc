@@ -252,19 +252,23 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
     fuse_session_destroy(se);
     return Fail(a, "mounting " + a.device + " on " + a.mountpoint + " failed");
   }
-  FuseRingOptions ring_opts{.threads_per_queue = static_cast<unsigned>(mo.ring_threads),
-                            .max_threads_per_queue = static_cast<unsigned>(
-                                std::max(mo.ring_threads, mo.max_threads)),
-                            .stats = &fs.llite_stats(),
-                            .on_active = {}};
+  // Beneath libfuse either way: it completes the INIT reply (fuse_ring.h).
+  FuseRingOptions ring_opts{
+      .io_uring = ring,
+      .parallel_dirops = true,  // StriaFs::Init wants it
+      .threads_per_queue = static_cast<unsigned>(mo.ring_threads),
+      .max_threads_per_queue = static_cast<unsigned>(std::max(mo.ring_threads, mo.max_threads)),
+      .stats = &fs.llite_stats(),
+      .on_active = {}};
   if (mo.busy_poll_us < 0) {
     // Over io_uring the application's side of each hand-off stays on its CPU, and spinning
     // for the server's reply then pays (docs/performance.md); through /dev/fuse it did not.
     ring_opts.on_active = [] { lnet::SetBusyPollUs(lnet::kDefaultBusyPollUs); };
   }
-  if (ring && !FuseRing::Attach(se, ring_opts)) {
-    LOG_WARN("FUSE requests come through /dev/fuse: the io_uring transport could not be "
-             "installed");
+  if (!FuseRing::Attach(se, ring_opts)) {
+    LOG_WARN(
+        "libfuse's custom I/O could not be installed: FUSE requests come through "
+        "/dev/fuse, and the kernel serializes the lookups of each directory");
   }
   LOG_INFO("mounted {} on {}", a.device, a.mountpoint);
   RaiseReadahead(a.mountpoint, fs_opts.max_readahead >> 10);
