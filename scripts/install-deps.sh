@@ -7,7 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   libfuse3-dev fuse3
-  librocksdb-dev liburing-dev
+  librocksdb-dev liburing-dev libjemalloc-dev
   libprotobuf-dev protobuf-compiler
   libboost-dev
   libibverbs-dev librdmacm-dev rdma-core ibverbs-utils
