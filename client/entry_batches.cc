@@ -55,9 +55,11 @@ struct Kind<proto::LookupRequest> {
   // The MDS answers a batch whose directory's check fails with that code for each name: a
   // batch refused as a whole comes from an MDS from before batches.
   static constexpr bool kRefusedInCodes = true;
-  // negative_ok changes what a missing name is answered with: not batched with the others.
+  // negative_ok changes what a missing name is answered with, and an open intent what a
+  // file found is answered with: batched only with their like.
   static std::string Key(const proto::LookupRequest& r) {
-    return KeyOf(r.parent(), r.cred()) + (r.negative_ok() ? "|n" : "");
+    return KeyOf(r.parent(), r.cred()) + (r.negative_ok() ? "|n" : "") +
+           (r.open() ? "|o" + std::to_string(r.open_flags()) : "");
   }
   static void Add(proto::LookupRequest* batch, const proto::LookupRequest& item) {
     batch->add_more_names(item.name());

@@ -1,7 +1,8 @@
 // EntryBatches: requests of one kind that threads of one client make at once about one
 // directory, sent to the MDS together. Two kinds are batched, both answered by EntryReply:
 //  - creates (CreateBatches: OP_MDS_CREATE with CreateRequest.more);
-//  - lookups (LookupBatches: OP_MDS_LOOKUP with LookupRequest.more_names).
+//  - lookups (LookupBatches: OP_MDS_LOOKUP with LookupRequest.more_names), with an open
+//    intent or without (LookupRequest.open: each regular file found is opened too).
 //
 // A request goes out alone while no request for its directory (and credentials) is in
 // flight (kMaxInFlight): a lone thread waits for nothing. Otherwise it waits in the
@@ -64,8 +65,8 @@ class EntryBatches {
   EntryBatches(const EntryBatches&) = delete;
   EntryBatches& operator=(const EntryBatches&) = delete;
 
-  // Sends `req` (a create without `more` nor `open`; a lookup without `more_names`), alone
-  // or in a batch; its reply or its error.
+  // Sends `req` (a create without `more` nor `open`; a lookup without `more_names`, with or
+  // without an open intent), alone or in a batch; its reply or its error.
   Result<proto::EntryReply> Send(const Req& req);
 
   struct Counters {

@@ -280,36 +280,44 @@ void GrantLeases(LeaseTable& leases, const ClientSessions* sessions, const std::
   }
 }
 
-// LOOKUP with open (LookupRequest.open, checked read-only by the op): the regular file found
-// is opened as OP_MDS_OPEN opens it, and counted as one; its reply goes in EntryReply.open.
-// An open refused (the mode bits, a file unlinked since the lookup read it) leaves the
-// lookup's answer without one: the kernel's open then asks on its own and gets the error.
-// Not while another client has the file open for writing: its size changes at that
-// client's close, so a mount could not keep the open under an attribute lease, which it
-// needs to (client/fuse/pre_opens.h), and would only close it again.
+// LOOKUP with open (LookupRequest.open, checked read-only by the op): each regular file found
+// (the batch's names too, client/entry_batches.h) is opened as OP_MDS_OPEN opens it, and
+// counted as one; its reply goes in that name's EntryReply.open. An open refused (the mode
+// bits, a file unlinked since the lookup read it) leaves the lookup's answer without one:
+// the kernel's open then asks on its own and gets the error. Not while another client has
+// the file open for writing: its size changes at that client's close, so a mount could not
+// keep the open under an attribute lease, which it needs to (client/fuse/pre_opens.h), and
+// would only close it again.
 void OpenWithLookup(Namespace& ns, const MdsServiceOptions& options, ClientSessions* sessions,
                     MdStats* md, const lnet::RpcContext& ctx, const proto::LookupRequest& req,
                     proto::EntryReply* rep) {
-  if (!req.open() || rep->attr().ino() == 0 || !S_ISREG(rep->attr().mode())) return;
-  if (sessions != nullptr && !sessions->OtherWriters(rep->attr().ino(), ctx.client_uuid).empty()) {
-    return;
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  proto::OpenRequest open;
-  *open.mutable_cred() = req.cred();
-  open.set_ino(rep->attr().ino());
-  open.set_flags(req.open_flags());
-  proto::OpenReply* opened = rep->mutable_open();
-  Status st = Open(ns, open, opened);
-  CountMdRequest(md, proto::OP_MDS_OPEN, open, JobOf(open), UsecsSince(t0));
-  if (!st.ok()) {
-    rep->clear_open();
-    return;
-  }
-  const uint32_t capa_ops =
-      options.capa ? GrantCapabilities(*options.capa, ns, ctx, open, opened) : 0;
-  if (sessions) {
-    sessions->Opened(ctx.client_uuid, opened->handle(), open.ino(), capa_ops, /*writer=*/false);
+  if (!req.open()) return;
+  auto open_one = [&](proto::EntryReply* r) {
+    if (r->attr().ino() == 0 || !S_ISREG(r->attr().mode())) return;
+    if (sessions != nullptr && !sessions->OtherWriters(r->attr().ino(), ctx.client_uuid).empty()) {
+      return;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    proto::OpenRequest open;
+    *open.mutable_cred() = req.cred();
+    open.set_ino(r->attr().ino());
+    open.set_flags(req.open_flags());
+    proto::OpenReply* opened = r->mutable_open();
+    Status st = Open(ns, open, opened);
+    CountMdRequest(md, proto::OP_MDS_OPEN, open, JobOf(open), UsecsSince(t0));
+    if (!st.ok()) {
+      r->clear_open();
+      return;
+    }
+    const uint32_t capa_ops =
+        options.capa ? GrantCapabilities(*options.capa, ns, ctx, open, opened) : 0;
+    if (sessions) {
+      sessions->Opened(ctx.client_uuid, opened->handle(), open.ino(), capa_ops, /*writer=*/false);
+    }
+  };
+  if (rep->codes_size() == 0 || rep->codes(0) == 0) open_one(rep);
+  for (int i = 0; i < rep->more_size() && i + 1 < rep->codes_size(); ++i) {
+    if (rep->codes(i + 1) == 0) open_one(rep->mutable_more(i));
   }
 }
 

@@ -371,7 +371,7 @@ TEST(LookupTest, ABatchInADirectoryThatCannotBeSearchedAnswersEachName) {
   EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kInval);
 }
 
-TEST(LookupTest, AnOpenIntentIsReadOnlyAndForASingleName) {
+TEST(LookupTest, AnOpenIntentIsReadOnlyAndMayBeBatched) {
   MdsFixture f;
   f.AddOsts(1);
   f.Mkfile(kRootIno, "f", 0644);
@@ -391,10 +391,17 @@ TEST(LookupTest, AnOpenIntentIsReadOnlyAndForASingleName) {
     proto::EntryReply rep;
     EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kInval) << flags;
   }
+  // A batch (the opens are the service's: mds_service.cc, OpenWithLookup).
+  f.Mkfile(kRootIno, "g", 0644);
   req.set_open_flags(O_RDONLY);
   req.add_more_names("g");
   proto::EntryReply rep;
-  EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kInval);
+  ASSERT_TRUE(Lookup(f.ns(), req, &rep).ok());
+  ASSERT_EQ(rep.codes_size(), 2);
+  EXPECT_EQ(rep.codes(1), 0);
+  EXPECT_NE(rep.more(0).attr().ino(), 0u);
+  req.set_open_flags(O_RDWR);
+  EXPECT_EQ(Lookup(f.ns(), req, &rep).code(), Code::kInval) << "read-only, batched or not";
 }
 
 TEST(SetattrTest, ModeOwnerSizeTimes) {

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -100,8 +101,8 @@ class ClusterClientTest : public ::testing::Test {
       std::vector<uint8_t> prefix(want.begin(), want.begin() + got->size());
       EXPECT_EQ(FirstDiff(*got, prefix), -1) << "object " << s << " differs";
       // Bytes the object does not hold must be holes in the file.
-      EXPECT_TRUE(std::all_of(want.begin() + got->size(), want.end(),
-                              [](uint8_t b) { return b == 0; }))
+      EXPECT_TRUE(
+          std::all_of(want.begin() + got->size(), want.end(), [](uint8_t b) { return b == 0; }))
           << "object " << s << " is missing written bytes";
     }
   }
@@ -344,6 +345,94 @@ TEST_F(ClusterClientTest, ALookupWithOpenIntentOpensTheFileAsAnOpenWould) {
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   EXPECT_FALSE(dir->has_open()) << "directories are opened on their own";
   EXPECT_EQ(md.LookupOpen(RootCred(), 1, "private", O_RDWR).status().code(), Code::kInval);
+}
+
+// A batch of lookups with an open intent (client/entry_batches.h): each regular file found
+// is opened, as it would be alone, with its own handle; a directory and a missing name are
+// answered without one.
+TEST_F(ClusterClientTest, ABatchOfLookupsWithOpenIntentOpensEachFileFound) {
+  client::Metadata md(g_client);
+  std::map<std::string, uint64_t> inos;
+  for (const char* name : {"bo-a", "bo-b", "bo-c"})
+    inos[name] = Create(name, Raid0(1, kS)).attr().ino();
+  client::Metadata::CreateArgs mkdir;
+  mkdir.parent = 1;
+  mkdir.name = "bo-dir";
+  mkdir.mode = S_IFDIR | 0755;
+  ASSERT_TRUE(md.Create(RootCred(), mkdir).ok());
+  proto::LookupRequest req;
+  *req.mutable_cred() = RootCred();
+  req.set_parent(1);
+  req.set_name("bo-a");
+  for (const char* name : {"bo-b", "bo-missing", "bo-dir", "bo-c"}) req.add_more_names(name);
+  req.set_negative_ok(true);
+  req.set_open(true);
+  req.set_open_flags(O_RDONLY);
+  proto::EntryReply rep;
+  Status st = g_client->MdsCall(proto::OP_MDS_LOOKUP, req, &rep);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  ASSERT_EQ(rep.codes_size(), 5);
+  ASSERT_EQ(rep.more_size(), 4);
+  std::set<uint64_t> handles;
+  auto opened = [&](const proto::EntryReply& r, const std::string& name) {
+    EXPECT_EQ(r.attr().ino(), inos[name]) << name;
+    ASSERT_TRUE(r.has_open()) << name;
+    EXPECT_EQ(r.open().attr().ino(), inos[name]) << name;
+    EXPECT_NE(r.open().handle(), 0u) << name;
+    handles.insert(r.open().handle());
+  };
+  opened(rep, "bo-a");
+  opened(rep.more(0), "bo-b");
+  EXPECT_EQ(rep.more(1).attr().ino(), 0u);
+  EXPECT_FALSE(rep.more(1).has_open()) << "a missing name";
+  EXPECT_NE(rep.more(2).attr().ino(), 0u);
+  EXPECT_FALSE(rep.more(2).has_open()) << "directories are opened on their own";
+  opened(rep.more(3), "bo-c");
+  EXPECT_EQ(handles.size(), 3u) << "each file its own handle";
+
+  // Each handle keeps its file when unlinked, as an open does.
+  ASSERT_TRUE(md.Unlink(RootCred(), 1, "bo-b", /*is_dir=*/false).ok());
+  EXPECT_TRUE(md.Getattr(RootCred(), inos["bo-b"]).ok()) << "kept for the batch's open";
+  for (const proto::EntryReply* r :
+       std::vector<const proto::EntryReply*>{&rep, &rep.more(0), &rep.more(3)}) {
+    client::Metadata::CloseArgs close;
+    close.ino = r->attr().ino();
+    close.handle = r->open().handle();
+    EXPECT_TRUE(md.Close(RootCred(), close).ok());
+  }
+
+  // Through the client: threads that look files up with an open intent in one directory at
+  // once are batched, and each gets its own file's open.
+  constexpr int kThreads = 8, kEach = 25;
+  std::vector<std::string> names;
+  for (int i = 0; i < kThreads * kEach; ++i) {
+    names.push_back("bo-f" + std::to_string(i));
+    inos[names.back()] = Create(names.back(), Raid0(1, kS)).attr().ino();
+  }
+  const uint64_t batched_before = g_client->lookup_batches().counters().batched;
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        const std::string& name = names[static_cast<size_t>(t * kEach + i)];
+        auto got = md.LookupOpen(RootCred(), 1, name, O_RDONLY);
+        if (!got.ok() || !got->has_open() || got->attr().ino() != inos.at(name) ||
+            got->open().attr().ino() != inos.at(name)) {
+          wrong.fetch_add(1);
+          continue;
+        }
+        client::Metadata::CloseArgs close;
+        close.ino = got->attr().ino();
+        close.handle = got->open().handle();
+        if (!md.Close(RootCred(), close).ok()) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_GT(g_client->lookup_batches().counters().batched, batched_before)
+      << "8 threads' lookups of one directory never waited for each other";
 }
 
 TEST_F(ClusterClientTest, UnlinkDestroysObjects) {

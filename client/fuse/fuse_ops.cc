@@ -126,12 +126,13 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse
   const proto::Credentials cred = Cred(req);
   // In a directory whose files are opened once found, the MDS opens it with the lookup.
   // (Kept only under an attribute lease: KeepPreOpen.)
-  const bool intent = open_intent && leased && pre_opens_.Wanted(parent);
+  const bool intent = open_intent && leased && pre_opens_.Want(parent);
   const uint64_t changes_before = local_changes_.Now();
-  STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep,
-                         intent
-                             ? md_.LookupOpen(cred, parent, name, O_RDONLY, /*negative_ok=*/leased)
-                             : md_.Lookup(cred, parent, name, /*negative_ok=*/leased));
+  Result<proto::EntryReply> got =
+      intent ? md_.LookupOpen(cred, parent, name, O_RDONLY, /*negative_ok=*/leased)
+             : md_.Lookup(cred, parent, name, /*negative_ok=*/leased);
+  if (intent && !(got.ok() && got->has_open())) pre_opens_.NotHeld(parent);
+  STRIA_ASSIGN_OR_RETURN(proto::EntryReply rep, std::move(got));
   if (rep.attr().ino() == 0) {
     // No such name: under an entry lease the kernel keeps the absence (a negative entry).
     const double t = leases_->EntryTimeout(parent, name, rep.entry_lease_ms(), stamp);

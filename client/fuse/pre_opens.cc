@@ -25,11 +25,18 @@ void PreOpens::Stop() {
   for (Entry& e : left) Drop(*e.p);
 }
 
-bool PreOpens::Wanted(uint64_t dir) const {
+bool PreOpens::Want(uint64_t dir) {
   if (keep_.count() <= 0) return false;
   std::lock_guard lock(mu_);
   auto it = scores_.find(dir);
-  return it != scores_.end() && it->second >= kWantScore;
+  if (it == scores_.end() || it->second < kWantScore) return false;
+  Score(dir, -1);  // the pre-open it brings, until taken: a scan that takes none soon stops
+  return true;
+}
+
+void PreOpens::NotHeld(uint64_t dir) {
+  std::lock_guard lock(mu_);
+  Score(dir, 1);
 }
 
 void PreOpens::Score(uint64_t dir, int delta) {
@@ -49,7 +56,6 @@ void PreOpens::Hold(std::shared_ptr<PreOpen> p) {
     std::lock_guard lock(mu_);
     ++counters_.held;
     ++counters_.pending;
-    Score(p->parent, -1);  // until taken: a scan that takes none soon stops asking
     if (!stop_) {
       held_.push_back(Entry{std::move(p), Clock::now() + keep_});
       if (held_.size() == 1) cv_.notify_one();

@@ -18,11 +18,12 @@
 // finds none asks the MDS.
 //
 // Which lookups carry the intent: a score per directory (0 to kMaxScore), one up when a
-// read-only open follows a lookup there without intent, one down for each pre-open held
-// there and two up when it is taken, kWasteCost down in all when it goes unused (stat,
-// ls -l, a lookup on the way to another name). The lookups of a directory carry the intent
-// while its score is at least kWantScore. So a stat-only scan of a directory whose files
-// were being read wastes at most kMaxScore - kWantScore + 1 opens, and then asks plainly.
+// read-only open follows a lookup there without intent, one down for each lookup sent with
+// the intent (back up if it brought no open) and two up when its pre-open is taken, kWasteCost down
+// in all when it goes unused (stat, ls -l, a lookup on the way to another name). The lookups of a
+// directory carry the intent while its score is at least kWantScore. So a stat-only scan of a
+// directory whose files were being read wastes at most kMaxScore - kWantScore + 1 opens, and then
+// asks plainly.
 //
 // Thread-safety: thread-safe. `close` runs on the worker thread, in Stop, or in Drop's
 // caller; never under the lock.
@@ -88,7 +89,7 @@ class PreOpens {
   static constexpr int kWasteCost = 4;
   static constexpr size_t kMaxDirs = 4096;  // scores kept; beyond, they start again
 
-  // keep 0: off (Wanted is always false).
+  // keep 0: off (Want is always false).
   PreOpens(std::chrono::milliseconds keep, CloseFn close);
   ~PreOpens();  // Stop()s
   PreOpens(const PreOpens&) = delete;
@@ -97,8 +98,12 @@ class PreOpens {
   // Ends the worker and closes every pre-open still held. Later Holds are closed at once.
   void Stop();
 
-  // Whether a lookup in `dir` should carry the open intent.
-  bool Wanted(uint64_t dir) const;
+  // Whether a lookup in `dir` should carry the open intent. Yes takes the point that a
+  // pre-open held there costs at once, so that lookups of one directory in flight together
+  // (FUSE_PARALLEL_DIROPS) are counted as they are asked, not as their replies come; a
+  // lookup asked with the intent whose reply brings no open gives it back (NotHeld).
+  bool Want(uint64_t dir);
+  void NotHeld(uint64_t dir);
   // A read-only open followed a lookup without intent of the same file in `dir`.
   void OpenedAfterLookup(uint64_t dir);
 

@@ -71,22 +71,22 @@ TEST(LocalChangesTest, OnlyAChangeOfTheLookedUpFileCounts) {
 TEST(PreOpensTest, ADirectoryWantsTheIntentOnceOpensFollowItsLookups) {
   Closed closed;
   PreOpens pre(milliseconds(1000), closed.Fn());
-  EXPECT_FALSE(pre.Wanted(7));
+  EXPECT_FALSE(pre.Want(7));
   pre.OpenedAfterLookup(7);
-  EXPECT_FALSE(pre.Wanted(7)) << "one open is not a pattern";
+  EXPECT_FALSE(pre.Want(7)) << "one open is not a pattern";
   pre.OpenedAfterLookup(7);
-  EXPECT_TRUE(pre.Wanted(7));
-  EXPECT_FALSE(pre.Wanted(8)) << "scores are per directory";
+  EXPECT_TRUE(pre.Want(7));
+  EXPECT_FALSE(pre.Want(8)) << "scores are per directory";
 
   // A pre-open taken keeps the score up; one wasted takes it down at once.
   auto used = Made(7, 1);
   pre.Hold(used);
   ASSERT_TRUE(pre.Take(*used));
-  EXPECT_TRUE(pre.Wanted(7));
+  EXPECT_TRUE(pre.Want(7));
   auto unused = Made(7, 2);
   pre.Hold(unused);
   ASSERT_TRUE(pre.Drop(*unused));
-  EXPECT_FALSE(pre.Wanted(7));
+  EXPECT_FALSE(pre.Want(7));
   EXPECT_EQ(closed.Handles(), std::vector<uint64_t>{2});
   const auto c = pre.counters();
   EXPECT_EQ(c.held, 2u);
@@ -100,12 +100,28 @@ TEST(PreOpensTest, PreOpensHeldAndNotTakenSoonStopTheIntent) {
   for (int i = 0; i < 20; ++i) pre.OpenedAfterLookup(7);
   int asked = 0;
   for (uint64_t h = 1; h <= 20; ++h) {  // a stat-only scan: nothing is taken, nor expires
-    if (!pre.Wanted(7)) break;
+    if (!pre.Want(7)) break;
     ++asked;
     pre.Hold(Made(7, h));
   }
   EXPECT_EQ(asked, PreOpens::kMaxScore - PreOpens::kWantScore + 1);
   EXPECT_EQ(pre.counters().pending, static_cast<size_t>(asked));
+}
+
+TEST(PreOpensTest, LookupsAskedTogetherWasteNoMoreThanOneAfterAnother) {
+  // Lookups of one directory in flight at once (FUSE_PARALLEL_DIROPS): each Want counts
+  // when it is asked, before any reply is held.
+  Closed closed;
+  PreOpens pre(milliseconds(60'000), closed.Fn());
+  for (int i = 0; i < 20; ++i) pre.OpenedAfterLookup(7);
+  int asked = 0;
+  for (int i = 0; i < 20; ++i) asked += pre.Want(7) ? 1 : 0;
+  EXPECT_EQ(asked, PreOpens::kMaxScore - PreOpens::kWantScore + 1);
+  // One whose reply brought no open (a directory, a file open for writing elsewhere) gives
+  // its point back.
+  pre.NotHeld(7);
+  EXPECT_TRUE(pre.Want(7));
+  EXPECT_FALSE(pre.Want(7));
 }
 
 TEST(PreOpensTest, LostLeasesCloseEveryHeldPreOpenOnce) {
@@ -128,7 +144,7 @@ TEST(PreOpensTest, OffWantsNothing) {
   Closed closed;
   PreOpens pre(milliseconds(0), closed.Fn());
   for (int i = 0; i < 10; ++i) pre.OpenedAfterLookup(7);
-  EXPECT_FALSE(pre.Wanted(7));
+  EXPECT_FALSE(pre.Want(7));
 }
 
 TEST(PreOpensTest, APreOpenNotTakenInTimeIsClosedOnceAndCannotBeTakenAfter) {

@@ -40,10 +40,7 @@ Status Lookup(Namespace& ns, const proto::LookupRequest& req, proto::EntryReply*
   if (req.more_names_size() >= kMaxLookupBatch) {
     return Status(Code::kInval, "a lookup batch of more than 128 names");
   }
-  if (req.open()) {  // the open itself is the service's (mds_service.cc, OpenWithLookup)
-    if (req.more_names_size() > 0) {
-      return Status(Code::kInval, "an open with a lookup is for a single name");
-    }
+  if (req.open()) {  // the opens themselves are the service's (mds_service.cc, OpenWithLookup)
     if ((req.open_flags() & O_ACCMODE) != O_RDONLY || (req.open_flags() & O_TRUNC)) {
       return Status(Code::kInval, "an open with a lookup is read-only");
     }
