@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "client/client.h"
+#include "client/metadata.h"
 
 namespace stria::client {
 
@@ -46,6 +47,8 @@ struct Kind<proto::CreateRequest> {
   static void Complete(const proto::Attr& parent_attr, proto::EntryReply* one) {
     *one->mutable_parent_attr() = parent_attr;
   }
+  // A reply none of whose items can be answered: batched creates are never opens.
+  static void Discard(Client*, const proto::CreateRequest&, const proto::EntryReply&) {}
 };
 
 template <>
@@ -69,6 +72,21 @@ struct Kind<proto::LookupRequest> {
     return rep.attr().ino() != 0 || r.negative_ok();
   }
   static void Complete(const proto::Attr&, proto::EntryReply*) {}
+  // A reply none of whose items can be answered: the files its open intent opened are
+  // closed, or the MDS would keep them open (and unlinked ones as orphans) for the session.
+  static void Discard(Client* client, const proto::LookupRequest& req,
+                      const proto::EntryReply& rep) {
+    if (!req.open()) return;
+    auto close = [&](const proto::EntryReply& r) {
+      if (!r.has_open() || r.open().handle() == 0) return;
+      Metadata::CloseArgs args;
+      args.ino = r.open().attr().ino();
+      args.handle = r.open().handle();
+      Metadata(client).Close(req.cred(), args).status().IgnoreError();
+    };
+    close(rep);
+    for (const proto::EntryReply& r : rep.more()) close(r);
+  }
 };
 
 template <typename Req>
@@ -131,6 +149,7 @@ void EntryBatches<Req>::SendBatch(const Batch& batch) {
     const Status bad(Code::kProtocol,
                      fmt::format("the MDS answered a batch of {} {}s with {} results", batch.size(),
                                  Kind<Req>::kWhat, rep.codes_size()));
+    Kind<Req>::Discard(client_, req, rep);
     for (const auto& w : batch) w->result = bad;
     return;
   }

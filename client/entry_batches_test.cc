@@ -5,6 +5,7 @@
 // replay after a power loss by tests/fault_power_loss_test.cc.
 #include "client/entry_batches.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -91,6 +92,10 @@ class StandInMds {
           auto one = [&](const std::string& name, proto::EntryReply* r) {
             if (name[0] == 'x') return req.negative_ok() ? Code::kOk : Code::kNoEnt;
             r->mutable_attr()->set_ino(InoOf(name));
+            if (req.open()) {  // the open intent: handle 10 x the inode
+              r->mutable_open()->set_handle(InoOf(name) * 10);
+              r->mutable_open()->mutable_attr()->set_ino(InoOf(name));
+            }
             return Code::kOk;
           };
           if (batches_ == Batches::kIgnored || req.more_names_size() == 0) {
@@ -101,6 +106,14 @@ class StandInMds {
           for (const std::string& name : req.more_names()) {
             rep->add_codes(static_cast<int32_t>(one(name, rep->add_more())));
           }
+          if (batches_ == Batches::kWrongCount) rep->mutable_codes()->RemoveLast();
+          return Status::Ok();
+        });
+    mgs_.server().Register<proto::CloseRequest, proto::AttrReply>(
+        proto::OP_MDS_CLOSE,
+        [this](lnet::RpcContext&, const proto::CloseRequest& req, proto::AttrReply*) {
+          std::lock_guard lock(mu_);
+          closed_.insert(req.handle());
           return Status::Ok();
         });
     mgs_.Start();
@@ -134,6 +147,10 @@ class StandInMds {
     std::lock_guard lock(mu_);
     return lookups_;
   }
+  std::set<uint64_t> closed() {
+    std::lock_guard lock(mu_);
+    return closed_;
+  }
 
  private:
   // A request came: held while it is one of those Hold() asked for. REQUIRES mu_.
@@ -151,6 +168,7 @@ class StandInMds {
   size_t arrived_ = 0;  // requests of any kind
   std::vector<proto::CreateRequest> seen_;
   std::vector<proto::LookupRequest> lookups_;
+  std::set<uint64_t> closed_;                      // handles an OP_MDS_CLOSE named
   testing::StandInMgs mgs_{/*worker_threads=*/4};  // last: stopped before the rest goes
 };
 
@@ -370,6 +388,30 @@ TEST(CreateBatchesTest, AReplyWithTheWrongNumberOfResultsIsAProtocolError) {
   }
   EXPECT_GE(failed, 2u) << "at least one batch of two or more";
   EXPECT_EQ(TallyOf(mds.seen()).items, names.size()) << "nothing is sent again one by one";
+}
+
+// A batch of lookups with an open intent answered with the wrong number of results: each
+// gets a protocol error, and every file its reply says was opened is closed again (the MDS
+// would keep them open, and unlinked ones as orphans, for the mount's whole session).
+TEST(LookupBatchesTest, AReplyWithTheWrongNumberOfResultsClosesTheOpensItBrought) {
+  StandInMds mds(Batches::kWrongCount);
+  auto client = mds.Connect();
+  ASSERT_NE(client, nullptr);
+  const std::vector<std::string> names = {"f1", "f2", "f3", "f4", "f5", "f6"};
+  auto results = AtOnce(mds, client->lookup_batches(), names, [&](const std::string& name) {
+    return Metadata(client.get()).LookupOpen(Root(), kParent, name, O_RDONLY);
+  });
+  std::set<uint64_t> refused;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (results[i].ok()) {
+      EXPECT_EQ(results[i]->open().handle(), InoOf(names[i]) * 10) << names[i];
+    } else {
+      EXPECT_EQ(results[i].status().code(), Code::kProtocol) << names[i];
+      refused.insert(InoOf(names[i]) * 10);
+    }
+  }
+  EXPECT_GE(refused.size(), 2u) << "at least one batch of two or more";
+  EXPECT_EQ(mds.closed(), refused) << "exactly the handles of the batches refused";
 }
 
 // A kept batch replays only what it created, each under the inode and layout it got.
