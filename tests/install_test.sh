@@ -174,7 +174,7 @@ deb)
       sh -n "$C/$s" || fail "$s: syntax"
     done
     depends=$(dpkg-deb -f "$deb" Depends)
-    for dep in fuse3 libfuse3 liburing libtomlplusplus libprotobuf; do
+    for dep in fuse3 libfuse3 liburing libtomlplusplus libprotobuf libjemalloc; do
       grep -q "$dep" <<< "$depends" || fail "Depends lacks $dep: $depends"
     done
     [[ "$(dpkg-deb -f "$deb" Package)" == stria ]] || fail "package name"
