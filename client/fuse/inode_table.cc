@@ -69,6 +69,14 @@ void Inode::set_attr(const proto::Attr& attr) {
   attr_ = std::move(copy);
 }
 
+bool Inode::set_attr_unless_older(const proto::Attr& attr) {
+  auto copy = std::make_shared<const proto::Attr>(attr);
+  std::lock_guard lock(mu_);
+  if (attr_ != nullptr && attr_->ctime_ns() > attr.ctime_ns()) return false;
+  attr_ = std::move(copy);
+  return true;
+}
+
 std::shared_ptr<PreOpen> Inode::TakePreOpen() {
   std::lock_guard lock(mu_);
   return std::move(pre_open_);
@@ -122,8 +130,8 @@ std::shared_ptr<Inode> InodeTable::Ref(const proto::Attr& attr, const proto::Lay
     ++e.nlookup;
     inode = e.inode;
   }
+  if (!inode->set_attr_unless_older(attr)) return inode;
   inode->ObserveMdsSize(attr.size());
-  inode->set_attr(attr);
   if (layout != nullptr) inode->set_layout(*layout);
   return inode;
 }

@@ -118,6 +118,9 @@ struct Inode {
   // (local_opens.h). Null before one.
   std::shared_ptr<const proto::Attr> attr() const;
   void set_attr(const proto::Attr& attr);
+  // set_attr unless the attributes held are later (a higher ctime, which never moves back
+  // at the MDS): false when `attr` is older and was not taken.
+  bool set_attr_unless_older(const proto::Attr& attr);
 
   // Read-on-open: the whole file as the last open's reply carried it (a small Data-on-MDT
   // file), served to reads until this client changes the file (DropOpenData on every write,
@@ -152,6 +155,9 @@ class InodeTable {
 
   // Hands one more reference of `attr.ino` to the kernel: creates the entry if needed,
   // increments its lookup count, records the size and, for a file, the layout (may be null).
+  // Attributes older than those held (a READDIRPLUS page read before the file changed, served
+  // after an open saw the change) count the reference and change nothing else: a smaller
+  // size from before would cut the open's reads short.
   std::shared_ptr<Inode> Ref(const proto::Attr& attr, const proto::Layout* layout);
 
   // The kernel dropped `nlookup` references. The root is never erased, nor an inode that

@@ -38,6 +38,26 @@ TEST(InodeTable, HandleKeepsInodeAfterForget) {
   EXPECT_EQ(inode->known_size.load(), 100u);
 }
 
+// A READDIRPLUS page read before the file grew, served after an open saw it grow: the
+// older attributes count the kernel's reference and change nothing else.
+TEST(InodeTable, OlderAttributesNeverShrinkTheSizeAnOpenSaw) {
+  InodeTable t;
+  proto::Attr before = FileAttr(9, 10);
+  before.set_ctime_ns(100);
+  proto::Attr grown = FileAttr(9, 5000);
+  grown.set_ctime_ns(200);
+  auto inode = t.Ref(grown, nullptr);
+  t.Ref(before, nullptr);
+  EXPECT_EQ(inode->known_size.load(), 5000u);
+  EXPECT_EQ(inode->attr()->ctime_ns(), 200);
+  t.Forget(9, 1);
+  EXPECT_NE(t.Get(9), nullptr) << "the older one's reference counts";
+  proto::Attr same_time = FileAttr(9, 6000);  // a size report that kept the ctime
+  same_time.set_ctime_ns(200);
+  t.Ref(same_time, nullptr);
+  EXPECT_EQ(inode->known_size.load(), 6000u);
+}
+
 TEST(InodeTable, LayoutCached) {
   InodeTable t;
   proto::Layout l;
