@@ -54,13 +54,7 @@ class LeaseTest : public TwoMountTest {
   LeaseTest() : TwoMountTest(&g_cluster, &g_client) {}
 
   // The MDS's count of revocations that went unanswered (mdt.*.md_leases).
-  static uint64_t RevokeFailures() {
-    CommandResult r = RunCommand(
-        {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.md_leases"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    const size_t at = r.out.find("revoke_failures: ");
-    return at == std::string::npos ? 0 : std::stoull(r.out.substr(at + 17));
-  }
+  static uint64_t RevokeFailures() { return MdtCounter("md_leases", "revoke_failures"); }
 
   // The sum over both mounts of a `llite.*.unlink_writeback` counter.
   static uint64_t WritebackCounter(const std::string& key) {
@@ -79,9 +73,11 @@ class LeaseTest : public TwoMountTest {
     return sum;
   }
   // A counter of the MDS's mdt.*.md_leases.
-  static uint64_t MdsLeaseCounter(const std::string& key) {
+  static uint64_t MdsLeaseCounter(const std::string& key) { return MdtCounter("md_leases", key); }
+  // A counter of the MDS's `mdt.*.PARAM` (0 when it is not shown).
+  static uint64_t MdtCounter(const std::string& param, const std::string& key) {
     CommandResult r = RunCommand(
-        {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.md_leases"});
+        {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*." + param});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     const size_t at = r.out.find(key + ": ");
     return at == std::string::npos ? 0 : std::stoull(r.out.substr(at + key.size() + 2));
@@ -103,13 +99,7 @@ class LeaseTest : public TwoMountTest {
   }
 
   // The MDS's inode cache hits (mdt.*.inode_cache).
-  static uint64_t InodeCacheHits() {
-    CommandResult r = RunCommand(
-        {BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "get_param", "-n", "mdt.*.inode_cache"});
-    EXPECT_EQ(r.exit_code, 0) << r.err;
-    const size_t at = r.out.find("hits: ");
-    return at == std::string::npos ? 0 : std::stoull(r.out.substr(at + 6));
-  }
+  static uint64_t InodeCacheHits() { return MdtCounter("inode_cache", "hits"); }
   // How many requests of one kind the MDS has served (mdt.*.md_stats, e.g. "read": Data-on-MDT
   // reads).
   static uint64_t MdStat(const std::string& op) {

@@ -456,7 +456,7 @@ bool CompleteInitReply(const Ring& ring, iovec* iov, int count) {
     return false;
   }
   auto* init = static_cast<fuse_init_out*>(iov[1].iov_base);
-  if (ring.options.parallel_dirops && ring.kernel_offers_parallel_dirops.load()) {
+  if (ring.kernel_offers_parallel_dirops.load()) {
     init->flags |= FUSE_PARALLEL_DIROPS;
   }
   if (!ring.kernel_offers.load()) return false;

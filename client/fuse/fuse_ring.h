@@ -21,8 +21,8 @@
 //    FUSE_OVER_IO_URING when its fuse.enable_uring parameter is on (EnableInKernel sets it,
 //    as root), and the custom-I/O writev adds the flag to libfuse's reply. The ring
 //    threads register their entries once the kernel has taken that reply.
-//  - The INIT reply also gets FUSE_PARALLEL_DIROPS where the filesystem asked for it
-//    (FuseRingOptions::parallel_dirops), on either transport: libfuse before 3.17 sets
+//  - The INIT reply also gets FUSE_PARALLEL_DIROPS where the kernel offers it, on either
+//    transport (StriaFs::Init asks for FUSE_CAP_PARALLEL_DIROPS): libfuse before 3.17 sets
 //    FUSE_CAP_PARALLEL_DIROPS in conn->want and never passes it on (libfuse #861, fixed by
 //    c9905341), so the kernel took the directory's mutex around every LOOKUP and READDIR
 //    and a directory's lookups went to the MDS one round trip at a time, however many
@@ -60,9 +60,6 @@ struct FuseRingOptions {
   // Requests over io_uring where the kernel offers it; false: through /dev/fuse, with only
   // the INIT reply completed here.
   bool io_uring = true;
-  // Pass FUSE_PARALLEL_DIROPS to the kernel where it offers it: set when the filesystem
-  // wants FUSE_CAP_PARALLEL_DIROPS (StriaFs::Init), which libfuse 3.14 drops.
-  bool parallel_dirops = false;
   unsigned threads_per_queue = 4;       // started with the ring
   unsigned max_threads_per_queue = 64;  // started as handlers wait (see Ring::Busy)
   // Counts each request served over the ring (kLlRingRequests); may be null.

@@ -255,7 +255,6 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   // Beneath libfuse either way: it completes the INIT reply (fuse_ring.h).
   FuseRingOptions ring_opts{
       .io_uring = ring,
-      .parallel_dirops = true,  // StriaFs::Init wants it
       .threads_per_queue = static_cast<unsigned>(mo.ring_threads),
       .max_threads_per_queue = static_cast<unsigned>(std::max(mo.ring_threads, mo.max_threads)),
       .stats = &fs.llite_stats(),
