@@ -1,6 +1,8 @@
 // Metadata: the typed MDS operations (see metadata.h).
 #include "client/metadata.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
 #include <linux/fs.h>
 
 #include <algorithm>
@@ -48,6 +50,25 @@ proto::LookupRequest LookupOf(const proto::Credentials& cred, uint64_t parent,
   return req;
 }
 
+// Closes the open a lookup's reply brought (its open intent), if any: not left at the MDS.
+void CloseLookupOpen(Metadata& md, const proto::Credentials& cred, const proto::EntryReply& rep) {
+  if (!rep.has_open() || rep.open().handle() == 0) return;
+  Metadata::CloseArgs close;
+  close.ino = rep.open().attr().ino();
+  close.handle = rep.open().handle();
+  md.Close(cred, close).status().IgnoreError();
+}
+
+// An open intent's reply that does not open the file it names: closed, and not used.
+Status CheckLookupOpen(Metadata& md, const proto::Credentials& cred, const proto::EntryReply& rep) {
+  if (!rep.has_open() ||
+      (rep.open().handle() != 0 && rep.open().attr().ino() == rep.attr().ino())) {
+    return Status::Ok();
+  }
+  CloseLookupOpen(md, cred, rep);
+  return Status(Code::kProtocol, "MDS lookup returned an open of another inode, or no handle");
+}
+
 }  // namespace
 
 Result<proto::EntryReply> Metadata::Lookup(const Cred& cred, uint64_t parent, std::string_view name,
@@ -76,16 +97,72 @@ Result<proto::EntryReply> Metadata::LookupOpen(const Cred& cred, uint64_t parent
   if (rep.attr().ino() == 0 && !negative_ok) {
     return Status(Code::kProtocol, "MDS lookup returned inode 0");
   }
-  if (rep.has_open() && (rep.open().handle() == 0 || rep.open().attr().ino() != rep.attr().ino())) {
-    if (rep.open().handle() != 0) {  // not left open at the MDS
-      CloseArgs close;
-      close.ino = rep.open().attr().ino();
-      close.handle = rep.open().handle();
-      Close(cred, close).status().IgnoreError();
-    }
-    return Status(Code::kProtocol, "MDS lookup returned an open of another inode, or no handle");
-  }
+  STRIA_RETURN_IF_ERROR(CheckLookupOpen(*this, cred, rep));
   return rep;
+}
+
+Result<std::vector<Result<proto::EntryReply>>> Metadata::LookupMany(
+    const Cred& cred, uint64_t parent, const std::vector<std::string>& names, bool open) {
+  if (names.empty()) return std::vector<Result<proto::EntryReply>>();
+  for (const std::string& n : names) STRIA_RETURN_IF_ERROR(CheckName(n));
+  proto::LookupRequest req = LookupOf(cred, parent, names.front(), /*negative_ok=*/false);
+  for (size_t i = 1; i < names.size(); ++i) req.add_more_names(names[i]);
+  if (open) {
+    req.set_open(true);
+    req.set_open_flags(O_RDONLY);
+  }
+  proto::EntryReply rep;
+  Status st = client_->MdsCall(proto::OP_MDS_LOOKUP, req, &rep);
+  std::vector<Result<proto::EntryReply>> out;
+  out.reserve(names.size());
+  const auto code = static_cast<int32_t>(st.code());
+  if (!st.ok() && (code <= 0 || code >= 1000)) return st;  // the transport's
+  if (!st.ok() || rep.codes_size() == 0) {
+    // Refused as a whole (the directory's check, or an MDS from before batched opens), or
+    // an MDS from before batches answered the first name alone.
+    if (!st.ok()) {
+      out.assign(names.size(), st);
+      return out;
+    }
+    if (rep.attr().ino() == 0) {
+      CloseLookupOpen(*this, cred, rep);
+      out.push_back(Status(Code::kProtocol, "MDS lookup returned inode 0"));
+    } else if (Status bad = CheckLookupOpen(*this, cred, rep); !bad.ok()) {
+      out.push_back(bad);
+    } else {
+      out.push_back(std::move(rep));
+    }
+    out.resize(names.size(), Status(Code::kNotSup, "the MDS answered one name of a batch"));
+    return out;
+  }
+  if (rep.codes_size() != static_cast<int>(names.size()) ||
+      rep.more_size() != static_cast<int>(names.size()) - 1) {
+    CloseLookupOpen(*this, cred, rep);
+    for (const proto::EntryReply& r : rep.more()) CloseLookupOpen(*this, cred, r);
+    return Status(Code::kProtocol,
+                  fmt::format("the MDS answered a batch of {} lookups with {} results",
+                              names.size(), rep.codes_size()));
+  }
+  auto more = std::move(*rep.mutable_more());
+  const auto codes = std::move(*rep.mutable_codes());
+  rep.clear_more();
+  rep.clear_codes();
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto c = static_cast<Code>(codes[static_cast<int>(i)]);
+    proto::EntryReply one = i == 0 ? std::move(rep) : std::move(more[static_cast<int>(i) - 1]);
+    if (c != Code::kOk) {
+      CloseLookupOpen(*this, cred, one);  // none is kept with an error
+      out.push_back(Status(c, fmt::format("lookup of '{}': {}", names[i], CodeName(c))));
+    } else if (one.attr().ino() == 0) {
+      CloseLookupOpen(*this, cred, one);
+      out.push_back(Status(Code::kProtocol, "MDS lookup returned inode 0"));
+    } else if (Status bad = CheckLookupOpen(*this, cred, one); !bad.ok()) {
+      out.push_back(bad);
+    } else {
+      out.push_back(std::move(one));
+    }
+  }
+  return out;
 }
 
 Result<proto::EntryReply> Metadata::Create(const Cred& cred, const CreateArgs& args) {

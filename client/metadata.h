@@ -51,6 +51,18 @@ class Metadata {
   Result<proto::EntryReply> LookupOpen(const Cred& cred, uint64_t parent, std::string_view name,
                                        uint32_t open_flags, bool negative_ok = false);
 
+  // Looks up `names` (at least one, at most mds kMaxLookupBatch) in `parent` with one
+  // request (LookupRequest.more_names, never batched with other threads'), with the open
+  // intent (O_RDONLY) when `open`: one result per name, in order. A name that does not
+  // exist is kNoEnt; a reply whose open does not match its file is closed and kProtocol.
+  // An MDS from before batches answers the first name only (the others kNotSup);
+  // one from before batched opens refuses a batch with open (every name kInval). An error:
+  // nothing is known of any name (a transport error), or a reply that does not answer the
+  // batch (its opens closed).
+  Result<std::vector<Result<proto::EntryReply>>> LookupMany(const Cred& cred, uint64_t parent,
+                                                            const std::vector<std::string>& names,
+                                                            bool open);
+
   struct CreateArgs {
     uint64_t parent = 0;
     std::string_view name;

@@ -194,6 +194,11 @@ void StriaFs::RegisterLocalOpen(FileHandle* fh) {
 
 void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto::OpenReply opened,
                           const LeaseCache::Stamp& stamp, uint64_t changes_before) {
+  SetPreOpen(MakePreOpen(parent, cred, std::move(opened)), stamp, changes_before);
+}
+
+std::shared_ptr<PreOpen> StriaFs::MakePreOpen(uint64_t parent, const proto::Credentials& cred,
+                                              proto::OpenReply opened) {
   auto p = std::make_shared<PreOpen>();
   p->parent = parent;
   p->ino = opened.attr().ino();
@@ -201,6 +206,12 @@ void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto
   p->reply = std::move(opened);
   // A restarted MDS gets it back with this mount's other opens (client/session.h).
   if (mds_session_ != nullptr) mds_session_->Opened(p->reply.handle(), p->ino, /*writer=*/false);
+  pre_opens_.Hold(p);  // closed unless taken in open_intent_ms
+  return p;
+}
+
+void StriaFs::SetPreOpen(const std::shared_ptr<PreOpen>& p, const LeaseCache::Stamp& stamp,
+                         uint64_t changes_before) {
   std::shared_ptr<Inode> inode = inodes_.Get(p->ino);
   // Taken only under the attribute lease that came with it, for as long as the pre-open is
   // held (and its last sweep): another client's change (its write-open included) revokes
@@ -221,7 +232,6 @@ void StriaFs::KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto
         },
         &stamp);
   }
-  pre_opens_.Hold(p);  // closed unless taken in open_intent_ms
   if (!set) pre_opens_.Drop(*p);
   // A change that began as it was set: ChangingLocally's drop, or this one, sees the other.
   if (set && local_changes_.ChangedSince(changes_before, p->ino)) DropPreOpensOf({p->ino});
@@ -235,6 +245,7 @@ void StriaFs::ChangingLocally(uint64_t ino) {
 void StriaFs::AttrLeasesRevoked(const std::vector<uint64_t>& inos) {
   local_opens_.RegisterInodes(inos);
   DropPreOpensOf(inos);
+  ahead_.Clear();
 }
 
 void StriaFs::DropPreOpensOf(const std::vector<uint64_t>& inos) {
@@ -271,6 +282,58 @@ std::shared_ptr<PreOpen> StriaFs::TakePreOpen(fuse_req_t req, uint64_t ino, int 
     return nullptr;
   }
   return pre_opens_.Take(*p) ? p : nullptr;  // null: closed unused meanwhile
+}
+
+std::vector<Result<AheadEntry>> StriaFs::FetchAhead(const Statahead::Job& job) {
+  AheadEntry base;
+  base.stamp = LeaseBegin();
+  base.changes_before = local_changes_.Now();
+  base.cred = job.cred;
+  auto got = md_.LookupMany(job.cred, job.dir, job.names, job.open);
+  if (!got.ok()) return std::vector<Result<AheadEntry>>(job.names.size(), got.status());
+  std::vector<Result<AheadEntry>> out;
+  out.reserve(got->size());
+  for (Result<proto::EntryReply>& r : *got) {
+    if (!r.ok()) {
+      out.push_back(r.status());
+      continue;
+    }
+    AheadEntry a = base;
+    a.rep = std::move(*r);
+    if (a.rep.has_open()) {
+      a.pre_open = MakePreOpen(job.dir, job.cred, std::move(*a.rep.mutable_open()));
+      a.rep.clear_open();
+    }
+    if (a.rep.entry_lease_ms() == 0 || a.rep.attr_lease_ms() == 0) {
+      // Without the leases nothing tells this mount of a change before it uses the reply.
+      if (a.pre_open) pre_opens_.Drop(*a.pre_open);
+      out.push_back(Status(Code::kAgain, "no lease"));
+      continue;
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+bool StriaFs::UseAhead(AheadEntry& a, uint64_t parent, std::string_view name,
+                       const proto::Credentials& cred, fuse_entry_param* e) {
+  const uint64_t ino = a.rep.attr().ino();
+  // As a reply that just came: under leases no revocation has ended since its request
+  // began, for the user the MDS checked, and of a file this mount did not change since.
+  if (leases_ == nullptr || !leases_->Current(a.stamp, a.rep.entry_lease_ms()) ||
+      !leases_->Current(a.stamp, a.rep.attr_lease_ms()) || !SameUser(a.cred, cred) ||
+      local_changes_.ChangedSince(a.changes_before, ino)) {
+    if (a.pre_open) pre_opens_.Drop(*a.pre_open);
+    ahead_.Unused(parent);
+    return false;
+  }
+  FillEntry(a.rep, parent, name, a.stamp, e);
+  if (a.pre_open) {
+    SetPreOpen(a.pre_open, a.stamp, a.changes_before);
+  } else if (S_ISREG(a.rep.attr().mode())) {
+    if (auto inode = inodes_.Get(ino)) inode->looked_up_in.store(parent);
+  }
+  return true;
 }
 
 void StriaFs::ClosePreOpen(const PreOpen& p) {

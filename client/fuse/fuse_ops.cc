@@ -124,6 +124,12 @@ Status StriaFs::DoLookup(fuse_req_t req, uint64_t parent, const char* name, fuse
     return Status::Ok();
   }
   const proto::Credentials cred = Cred(req);
+  // A name asked ahead, with the names before it in a numbered run (statahead.h).
+  if (leased && open_intent) {
+    if (std::optional<AheadEntry> a = ahead_.Lookup(parent, name, cred)) {
+      if (UseAhead(*a, parent, name, cred, e)) return Status::Ok();
+    }
+  }
   // In a directory whose files are opened once found, the MDS opens it with the lookup.
   // (Kept only under an attribute lease: KeepPreOpen.)
   const bool intent = open_intent && leased && pre_opens_.Want(parent);
@@ -359,6 +365,7 @@ Status StriaFs::DoCreateNode(fuse_req_t req, uint64_t parent, const char* name, 
   proto::EntryReply& rep = open_reply != nullptr ? *open_reply : local;
   const LeaseCache::Stamp stamp = LeaseBegin();
   auto created = md_.Create(Cred(req), args);
+  ahead_.DropDir(parent);  // nothing asked ahead there before the change is used
   if (!created.ok()) {
     if (leases_ != nullptr) leases_->DirUnsure(parent);
     return created.status();
@@ -377,6 +384,7 @@ Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const 
                        fuse_entry_param* e) {
   LliteOp counted(&llite_, kLlLink);
   auto linked = md_.Link(Cred(req), ino, new_parent, name);
+  ahead_.DropDir(new_parent);
   if (leases_ != nullptr) {
     if (linked.ok()) {
       leases_->NameAdded(new_parent, name, 0, LeaseCache::Stamp{});
@@ -442,6 +450,7 @@ Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool
     // a name it has (here under the entry lease) and that is not a directory, after its own
     // permission check (default_permissions) against attributes only we can change now.
     leases_->NameRemoved(parent, name);
+    ahead_.DropDir(parent);
     dir_attrs_.Touch(parent, NowNs());
     return Status::Ok();
   }
@@ -451,6 +460,7 @@ Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool
   const LeaseCache::Stamp stamp = LeaseBegin();
   auto unlinked = md_.Unlink(Cred(req), parent, name, is_dir,
                              /*want_writeback=*/!is_dir && unlink_wb_ != nullptr);
+  ahead_.DropDir(parent);
   if (unlinked.ok() && unlink_wb_ && unlinked->writeback_ms() != 0) {
     unlink_wb_->Granted(parent, unlinked->writeback_ms(), stamp.sent, wb_epoch);
     leases_->EntryLeaseRenewed(parent, unlinked->writeback_ms(), stamp);
@@ -479,6 +489,8 @@ Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
   LliteOp counted(&llite_, kLlRename);
   local_opens_.RegisterAll();  // the target's last link may go (local_opens.h)
   Status st = md_.Rename(Cred(req), parent, name, new_parent, new_name, flags);
+  ahead_.DropDir(parent);
+  ahead_.DropDir(new_parent);
   // A moved directory changes too (its ctime, its ".."), and its number is not known here:
   // forget every directory. After the call, so no reply that raced it brings one back.
   dir_attrs_.Clear();

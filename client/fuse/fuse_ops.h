@@ -44,6 +44,7 @@
 #include "client/fuse/lock_waiters.h"
 #include "client/fuse/mount_options.h"
 #include "client/fuse/pre_opens.h"
+#include "client/fuse/statahead.h"
 #include "client/fuse/unlink_writeback.h"
 #include "client/metadata.h"
 #include "client/session.h"
@@ -79,6 +80,9 @@ struct FsOptions {
   // too (LookupRequest.open), and the kernel's OPEN takes that open within this long; one
   // not taken by then is closed (pre_opens.h). 0: every open is its own MDS request.
   int open_intent_ms = 1000;
+  // Names asked ahead of a directory's lookups that follow a numbered pattern, in one MDS
+  // request per half of this (statahead.h); 0: none (llite.*.statahead_max).
+  int statahead_max = 32;
   bool capabilities = false;  // the cluster has a key (the mount's key ring is not empty)
   // The kernel hands over the data of a WRITE through a pipe (splice, FUSE_CAP_SPLICE_READ)
   // and stria-fuse reads it once into the buffer the write-behind sends from, instead of
@@ -119,8 +123,15 @@ class StriaFs {
   // At unmount, before the MDS session goes: no registration runs after.
   void StopLocalOpens() { local_opens_.Stop(); }
   PreOpens::Counters pre_open_counters() const { return pre_opens_.counters(); }
-  // At unmount, before the last gathered closes go: the pre-opens still held join them.
-  void StopPreOpens() { pre_opens_.Stop(); }
+  // At unmount, before the last gathered closes go: the pre-opens still held join them
+  // (those of the lookups asked ahead first).
+  void StopPreOpens() {
+    ahead_.Stop();
+    pre_opens_.Stop();
+  }
+  // A revocation: no reply kept for a lookup asked ahead may be used (statahead.h).
+  void DropAhead() { ahead_.Clear(); }
+  Statahead::Counters statahead_counters() const { return ahead_.counters(); }
 
   // Unlinks answered here under the MDS's write-back grants and sent behind
   // (unlink_writeback.h): on a mount with leases and default_permissions and without local
@@ -243,6 +254,19 @@ class StriaFs {
   // the lookup was sent); closed otherwise.
   void KeepPreOpen(uint64_t parent, const proto::Credentials& cred, proto::OpenReply opened,
                    const LeaseCache::Stamp& stamp, uint64_t changes_before);
+  // KeepPreOpen in two steps, for a lookup asked ahead (statahead.h): the open made, held
+  // in PreOpens (closed unless taken); then, when the kernel's LOOKUP takes the reply, set
+  // on the inode under the same conditions, or closed.
+  std::shared_ptr<PreOpen> MakePreOpen(uint64_t parent, const proto::Credentials& cred,
+                                       proto::OpenReply opened);
+  void SetPreOpen(const std::shared_ptr<PreOpen>& p, const LeaseCache::Stamp& stamp,
+                  uint64_t changes_before);
+  // Statahead's request: the names of `job` looked up (and opened) at the MDS.
+  std::vector<Result<AheadEntry>> FetchAhead(const Statahead::Job& job);
+  // The kernel's LOOKUP of `name` in `parent` by `cred` answered with a reply asked ahead,
+  // when it may be (see statahead.h): true when e is filled; else its open is closed.
+  bool UseAhead(AheadEntry& a, uint64_t parent, std::string_view name,
+                const proto::Credentials& cred, fuse_entry_param* e);
   // This mount changes `ino` where the MDS does not revoke its own lease (a writer starts or
   // ends, a size report is answered, a setattr is sent or answered): no open that a lookup
   // brought before stays.
@@ -355,6 +379,16 @@ class StriaFs {
   PreOpens pre_opens_{
       std::chrono::milliseconds(options_.open_register_ms > 0 ? 0 : options_.open_intent_ms),
       [this](const PreOpen& p) { ClosePreOpen(p); }};
+  // Lookups asked ahead of a directory's readers (statahead.h). After pre_opens_, which
+  // holds their opens.
+  Statahead ahead_{
+      options_.statahead_max,
+      std::chrono::milliseconds(options_.open_intent_ms > 0 ? options_.open_intent_ms : 1000),
+      [this](const Statahead::Job& job) { return FetchAhead(job); },
+      [this](AheadEntry& a) {
+        if (a.pre_open) pre_opens_.Drop(*a.pre_open);
+      },
+      [this](uint64_t dir) { return pre_opens_.Wants(dir); }};
   // Work that close(2)s left to their files' writes (DeferUntilWritten): the tickets of
   // those not yet done. Bounded, as the bytes they wait for are kept in memory and
   // FlushCloses waits for them.

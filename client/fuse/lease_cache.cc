@@ -151,6 +151,12 @@ LeaseCache::Stamp LeaseCache::Begin() const {
   return Stamp{epoch_, Clock::now()};
 }
 
+bool LeaseCache::Current(const Stamp& stamp, uint32_t lease_ms) const {
+  if (lease_ms == 0 || !enabled()) return false;
+  std::lock_guard lock(mu_);
+  return epoch_ == stamp.epoch && Until(lease_ms, stamp) > Clock::now();
+}
+
 LeaseCache::Clock::time_point LeaseCache::Until(uint32_t lease_ms, const Stamp& stamp) const {
   return stamp.sent +
          std::chrono::microseconds(static_cast<int64_t>(lease_ms * 1000.0 * kLeaseShare));

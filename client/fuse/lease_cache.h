@@ -116,6 +116,10 @@ class LeaseCache {
     Clock::time_point sent;
   };
   Stamp Begin() const;
+  // Whether the lease of lease_ms that a reply to a request begun at `stamp` brought still
+  // runs, with no revocation since the request began (a reply kept to be used later:
+  // client/fuse/statahead.h). False without leases.
+  bool Current(const Stamp& stamp, uint32_t lease_ms) const;
   // The MDS renewed the entry lease on `dir` (a write-back grant comes with one, mds/leases.h)
   // in the reply to a request begun at `stamp`: what the mount holds there stays valid longer.
   void EntryLeaseRenewed(uint64_t dir, uint32_t lease_ms, const Stamp& stamp);

@@ -61,6 +61,14 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
     return fmt::format("opened: {}\nused: {}\nwasted: {}\npending: {}\n", c.held, c.used, c.wasted,
                        c.pending);
   };
+  out[llite + ".statahead_max"] = [this] { return std::to_string(ahead_.window()); };
+  out[llite + ".statahead_stats"] = [this] {
+    const Statahead::Counters c = ahead_.counters();
+    return fmt::format(
+        "statahead total: {}\nstatahead wrong: {}\nfname_total: {}\nrequests: {}\n"
+        "asked: {}\nunkept: {}\nwaits: {}\nhit_total: {}\nmiss_total: {}\n",
+        c.runs, c.wrong, c.runs, c.requests, c.asked, c.unkept, c.waits, c.hits, c.misses);
+  };
   if (unlink_wb_) {
     out[llite + ".unlink_writeback"] = [this] {
       const UnlinkWriteback::Counters c = unlink_wb_->counters();

@@ -184,6 +184,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
   fs_opts.close_gather_ms = mo.close_gather_ms;
   fs_opts.open_register_ms = mo.open_register_ms;
   fs_opts.open_intent_ms = mo.open_intent_ms;
+  fs_opts.statahead_max = mo.statahead_max;
   fs_opts.capabilities = cfg.rpc.keys != nullptr;
   fs_opts.splice_writes = mo.splice_writes;
   if (fs_opts.splice_writes && !PipesHoldWrites(fs_opts.max_write)) {
@@ -215,6 +216,7 @@ int Serve(const Args& a, const MountSpec& spec, const MountOptions& mo, int read
       [&fs](const std::vector<uint64_t>& inos) { fs.AttrLeasesRevoked(inos); });
   leases.set_on_revoked_dirs([&fs](const std::vector<uint64_t>& dirs, bool all) {
     fs.RecallUnlinks(dirs, all);
+    fs.DropAhead();
     if (all) fs.DropPreOpens();
   });
   if (Status st = leases.Start(se, cfg.mgs_nids[0]); st.ok()) {

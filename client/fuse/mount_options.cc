@@ -108,6 +108,8 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
         STRIA_RETURN_IF_ERROR(ParseInt(key, value, 0, 10'000, &m.open_register_ms));
       } else if (key == "open_intent_ms") {
         STRIA_RETURN_IF_ERROR(ParseInt(key, value, 0, 10'000, &m.open_intent_ms));
+      } else if (key == "statahead_max") {
+        STRIA_RETURN_IF_ERROR(ParseInt(key, value, 0, 128, &m.statahead_max));
       } else if (key == "mirror_timeout") {
         STRIA_RETURN_IF_ERROR(ParseInt(key, value, 1, 3600, &m.mirror_timeout_s));
       } else if (key == "connect_timeout") {

@@ -28,6 +28,9 @@
 //                       the kernel's open takes that open within MS; one not taken by then is
 //                       closed (client/fuse/pre_opens.h); default 1000; 0: every open is an
 //                       MDS request of its own
+//   statahead_max=N     names asked ahead of a directory's lookups that follow a numbered
+//                       pattern (img_000123.jpg, ...), in one MDS request per N/2 names
+//                       (client/fuse/statahead.h); default 32, at most 128; 0: none
 //   mirror_timeout=S    seconds a mirror's OSTs may take before a write completes on the
 //                       other mirrors (marking it stale) or a read moves to another mirror
 //                       (client/mirror_io.h), default 5
@@ -100,6 +103,7 @@ struct MountOptions {
   int close_gather_ms = 10;
   int open_register_ms = 0;
   int open_intent_ms = 1000;
+  int statahead_max = 32;
   std::string log_file;
   std::string log_level;
   std::string log_target = "auto";

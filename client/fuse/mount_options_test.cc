@@ -83,6 +83,12 @@ TEST(MountOptions, BusyPoll) {
   EXPECT_EQ(oi->open_intent_ms, 0);
   EXPECT_EQ(oi->FuseOptString().find("intent"), std::string::npos);  // not passed to libfuse
   EXPECT_FALSE(ParseMountOptions({"open_intent_ms=10001"}, "a@tcp:/fs", true).ok());
+  EXPECT_EQ(d->statahead_max, 32);
+  auto sa = ParseMountOptions({"statahead_max=0"}, "a@tcp:/fs", true);
+  ASSERT_TRUE(sa.ok());
+  EXPECT_EQ(sa->statahead_max, 0);
+  EXPECT_EQ(sa->FuseOptString().find("statahead"), std::string::npos);
+  EXPECT_FALSE(ParseMountOptions({"statahead_max=129"}, "a@tcp:/fs", true).ok());
 }
 
 TEST(MountOptions, LustreClientOptions) {

@@ -34,6 +34,13 @@ bool PreOpens::Want(uint64_t dir) {
   return true;
 }
 
+bool PreOpens::Wants(uint64_t dir) const {
+  if (keep_.count() <= 0) return false;
+  std::lock_guard lock(mu_);
+  auto it = scores_.find(dir);
+  return it != scores_.end() && it->second >= kWantScore;
+}
+
 void PreOpens::NotHeld(uint64_t dir) {
   std::lock_guard lock(mu_);
   Score(dir, 1);

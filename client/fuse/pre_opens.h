@@ -104,6 +104,9 @@ class PreOpens {
   // lookup asked with the intent whose reply brings no open gives it back (NotHeld).
   bool Want(uint64_t dir);
   void NotHeld(uint64_t dir);
+  // Whether lookups in `dir` carry the intent now, taking nothing: for lookups asked ahead
+  // of the kernel's (statahead.h), whose unused opens cost kWasteCost each all the same.
+  bool Wants(uint64_t dir) const;
   // A read-only open followed a lookup without intent of the same file in `dir`.
   void OpenedAfterLookup(uint64_t dir);
 
