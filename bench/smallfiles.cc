@@ -12,12 +12,19 @@
 // --phase write writes DIR/smallfiles.set/; --phase read (same --files and --size) reads it
 // back; both keep the files (the caller removes them), so a caller can measure between and
 // after the phases (the RPCs a read costs). Each prints only its own figure in RESULT.
+// --shuffled (with --drop-caches) then drops the page cache again and reads every file once
+// more in a random order (a DataLoader with shuffle=True: no two consecutive reads of a
+// thread are neighbours), adding "shuffled=<files/s>" to RESULT. The first read goes in
+// the files' order, thread t taking files t, t+T, t+2T...: the workers of a DataLoader
+// that reads its samples in order.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -63,6 +70,10 @@ int main(int argc, char** argv) {
   app.add_flag("--drop-caches", drop, "drop the page cache between writing and reading (root)");
   app.add_option("--phase", phase, "all, or only write (keeps the files) or read (removes them)")
       ->check(CLI::IsMember({"all", "write", "read"}));
+  bool shuffled = false;
+  app.add_flag("--shuffled", shuffled,
+               "then drop the page cache again and read every file in a random order")
+      ->needs("--drop-caches");
   app.add_option("dir", dir, "directory on the filesystem to measure")->required();
   CLI11_PARSE(app, argc, argv);
 
@@ -102,32 +113,43 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  t0 = Clock::now();
-  if (!RunPhase(names, threads, [size](const std::string& n) {
-        thread_local std::vector<uint8_t> buf;
-        buf.resize(size + 4096);
-        const int fd = open(n.c_str(), O_RDONLY);
-        if (fd < 0) return Fail("open", n);
-        size_t got = 0;
-        for (;;) {
-          const ssize_t r = read(fd, buf.data() + got, buf.size() - got);
-          if (r < 0) {
-            close(fd);
-            return Fail("read", n);
-          }
-          got += static_cast<size_t>(r);
-          if (r == 0 || got == buf.size()) break;
-        }
+  auto read_one = [size](const std::string& n) {
+    thread_local std::vector<uint8_t> buf;
+    buf.resize(size + 4096);
+    const int fd = open(n.c_str(), O_RDONLY);
+    if (fd < 0) return Fail("open", n);
+    size_t got = 0;
+    for (;;) {
+      const ssize_t r = read(fd, buf.data() + got, buf.size() - got);
+      if (r < 0) {
         close(fd);
-        if (got != size || buf[0] != Pattern(n, 0) || buf[size - 1] != Pattern(n, size - 1)) {
-          fprintf(stderr, "smallfiles: %s read back %zu bytes, or the wrong bytes\n", n.c_str(), got);
-          return 1;
-        }
-        return 0;
-      })) {
-    return 1;
-  }
+        return Fail("read", n);
+      }
+      got += static_cast<size_t>(r);
+      if (r == 0 || got == buf.size()) break;
+    }
+    close(fd);
+    if (got != size || buf[0] != Pattern(n, 0) || buf[size - 1] != Pattern(n, size - 1)) {
+      fprintf(stderr, "smallfiles: %s read back %zu bytes, or the wrong bytes\n", n.c_str(), got);
+      return 1;
+    }
+    return 0;
+  };
+  t0 = Clock::now();
+  if (!RunPhase(names, threads, read_one)) return 1;
   const double read_s = Seconds(t0);
+  double shuffled_s = 0;
+  if (shuffled) {
+    std::vector<std::string> order = names;
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(12345));
+    if (!DropCaches()) {
+      fprintf(stderr, "smallfiles: cannot drop the page cache (not root?)\n");
+      return 1;
+    }
+    t0 = Clock::now();
+    if (!RunPhase(order, threads, read_one)) return 1;
+    shuffled_s = Seconds(t0);
+  }
 
   if (do_write) {
     RunPhase(names, 1, [](const std::string& n) { return unlink(n.c_str()) != 0 ? Fail("unlink", n) : 0; });
@@ -140,10 +162,15 @@ int main(int argc, char** argv) {
   }
   printf("read  %d files, %d threads%s: %.2f s %.0f files/s\n", files, threads,
          drop ? ", page cache dropped" : "", read_s, files / read_s);
-  if (do_write) {
-    printf("RESULT write=%.0f read=%.0f\n", files / write_s, files / read_s);
-  } else {
-    printf("RESULT read=%.0f\n", files / read_s);
+  if (shuffled) {
+    printf("read  %d files, %d threads, page cache dropped, shuffled: %.2f s %.0f files/s\n", files,
+           threads, shuffled_s, files / shuffled_s);
   }
+  std::string result = "RESULT";
+  if (do_write) result += " write=" + std::to_string(static_cast<long>(files / write_s + 0.5));
+  result += " read=" + std::to_string(static_cast<long>(files / read_s + 0.5));
+  if (shuffled)
+    result += " shuffled=" + std::to_string(static_cast<long>(files / shuffled_s + 0.5));
+  printf("%s\n", result.c_str());
   return 0;
 }

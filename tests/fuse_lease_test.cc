@@ -614,8 +614,11 @@ TEST_F(LeaseTest, NumberedSamplesAreLookedUpAheadAndChangesSinceAreSeen) {
   // shown that opens follow (pre_opens.h): most reads took such an open.
   EXPECT_GE(LliteSum("open_intents", "used") - used0, 24u);
 
-  // img45-47 were asked ahead of the readers. Mount 0 changes them.
+  // img45-47 were asked ahead of the readers, and are kept. Mount 0 changes them: its
+  // unlink revokes mount 1's leases on the directory, and what mount 1 kept goes.
+  ASSERT_GE(LliteSum("statahead_stats", "cached"), 8u);
   ASSERT_EQ(unlink(P(name(45)).c_str()), 0) << strerror(errno);
+  EXPECT_EQ(LliteSum("statahead_stats", "cached"), 0u);
   ASSERT_EQ(rename(P(name(46)).c_str(), P("sa/moved").c_str()), 0) << strerror(errno);
   ASSERT_EQ(WriteFile(P(name(47)), Pattern(700, 99)), 0);
   for (int i = 40; i < 56; ++i) {
@@ -629,6 +632,22 @@ TEST_F(LeaseTest, NumberedSamplesAreLookedUpAheadAndChangesSinceAreSeen) {
   }
   for (int i = 0; i < 500 && LliteSum("open_intents", "pending") > 0; ++i) usleep(10'000);
   EXPECT_EQ(LliteSum("open_intents", "pending"), 0u) << "opens asked ahead and never used go";
+
+  // llite.*.statahead_max=0 stops it on a running mount (the same name and range as
+  // Lustre's), and 32 brings it back.
+  auto set = [](const std::string& v) {
+    return RunCommand({BinPath("lctl"), "--mgs", g_cluster->mgs_nid(), "set_param",
+                       "llite.leasefs-*.statahead_max=" + v});
+  };
+  ASSERT_EQ(set("0").exit_code, 0);
+  EXPECT_NE(set("129").exit_code, 0);
+  const uint64_t asked0 = LliteSum("statahead_stats", "asked");
+  for (int i = 56; i < kFiles; ++i) {
+    std::vector<uint8_t> got;
+    ASSERT_EQ(ReadFile(Q(name(i)), &got), 0) << name(i);
+  }
+  EXPECT_EQ(LliteSum("statahead_stats", "asked"), asked0);
+  ASSERT_EQ(set("32").exit_code, 0);
 }
 
 }  // namespace

@@ -193,6 +193,19 @@ int LctlSetParam(client::Client* c, int argc, char** argv) {
       }
       continue;
     }
+    if (!persist && name.starts_with("llite.") && name.ends_with(".statahead_max")) {
+      // Kept by each mount alone (client/fuse/statahead.h), as in Lustre. Mounts of other
+      // file systems answer ENOENT; one that the name matches refuses a bad value.
+      int err = 0;
+      if (SetOnMounts(name, value, &err) > 0 && err != EINVAL) {
+        std::printf("%s=%s\n", name.c_str(), value.c_str());
+        continue;
+      }
+      std::fprintf(stderr, "error: set_param: setting '%s'='%s': %s\n", name.c_str(), value.c_str(),
+                   std::strerror(err != 0 ? err : ENOENT));
+      if (rc == 0) rc = err != 0 ? err : ENOENT;
+      continue;
+    }
     const bool client_tunable =
         name == kJobidVar || FindClientTunable(name) != nullptr;
     if (client_tunable && !persist) {

@@ -212,6 +212,7 @@ std::shared_ptr<PreOpen> StriaFs::MakePreOpen(uint64_t parent, const proto::Cred
 
 void StriaFs::SetPreOpen(const std::shared_ptr<PreOpen>& p, const LeaseCache::Stamp& stamp,
                          uint64_t changes_before) {
+  if (p->claimed.load()) return;  // closed unused already (PreOpens' sweep)
   std::shared_ptr<Inode> inode = inodes_.Get(p->ino);
   // Taken only under the attribute lease that came with it, for as long as the pre-open is
   // held (and its last sweep): another client's change (its write-open included) revokes
@@ -328,6 +329,7 @@ bool StriaFs::UseAhead(AheadEntry& a, uint64_t parent, std::string_view name,
     return false;
   }
   FillEntry(a.rep, parent, name, a.stamp, e);
+  ahead_.Used(parent);
   if (a.pre_open) {
     SetPreOpen(a.pre_open, a.stamp, a.changes_before);
   } else if (S_ISREG(a.rep.attr().mode())) {

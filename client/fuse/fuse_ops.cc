@@ -22,6 +22,12 @@ namespace stria::client::fuse {
 
 namespace {
 
+// A reply kept ahead (statahead.h) for a file with other names, which this mount's own
+// link, unlink or rename may have changed (nlink, ctime) under that name.
+bool HasOtherNames(const proto::EntryReply& rep) {
+  return !S_ISDIR(rep.attr().mode()) && rep.attr().nlink() > 1;
+}
+
 // Never stored: answered locally so the getxattr the kernel sends before every write
 // (file_remove_privs) costs no MDS round trip.
 constexpr std::string_view kCapabilityXattr = "security.capability";
@@ -384,6 +390,9 @@ Status StriaFs::DoLink(fuse_req_t req, uint64_t ino, uint64_t new_parent, const 
                        fuse_entry_param* e) {
   LliteOp counted(&llite_, kLlLink);
   auto linked = md_.Link(Cred(req), ino, new_parent, name);
+  // The file's nlink and ctime change: a reply kept for another of its names may not be
+  // used (statahead.h).
+  ChangingLocally(ino);
   ahead_.DropDir(new_parent);
   if (leases_ != nullptr) {
     if (linked.ok()) {
@@ -451,6 +460,7 @@ Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool
     // permission check (default_permissions) against attributes only we can change now.
     leases_->NameRemoved(parent, name);
     ahead_.DropDir(parent);
+    ahead_.DropIf(HasOtherNames);
     dir_attrs_.Touch(parent, NowNs());
     return Status::Ok();
   }
@@ -461,6 +471,7 @@ Status StriaFs::DoUnlink(fuse_req_t req, uint64_t parent, const char* name, bool
   auto unlinked = md_.Unlink(Cred(req), parent, name, is_dir,
                              /*want_writeback=*/!is_dir && unlink_wb_ != nullptr);
   ahead_.DropDir(parent);
+  ahead_.DropIf(HasOtherNames);  // the file may be kept under another name
   if (unlinked.ok() && unlink_wb_ && unlinked->writeback_ms() != 0) {
     unlink_wb_->Granted(parent, unlinked->writeback_ms(), stamp.sent, wb_epoch);
     leases_->EntryLeaseRenewed(parent, unlinked->writeback_ms(), stamp);
@@ -491,6 +502,7 @@ Status StriaFs::DoRename(fuse_req_t req, uint64_t parent, const char* name,
   Status st = md_.Rename(Cred(req), parent, name, new_parent, new_name, flags);
   ahead_.DropDir(parent);
   ahead_.DropDir(new_parent);
+  ahead_.DropIf(HasOtherNames);  // the files renamed or replaced may have other names
   // A moved directory changes too (its ctime, its ".."), and its number is not known here:
   // forget every directory. After the call, so no reply that raced it brings one back.
   dir_attrs_.Clear();

@@ -385,8 +385,15 @@ class StriaFs {
       options_.statahead_max,
       std::chrono::milliseconds(options_.open_intent_ms > 0 ? options_.open_intent_ms : 1000),
       [this](const Statahead::Job& job) { return FetchAhead(job); },
-      [this](AheadEntry& a) {
-        if (a.pre_open) pre_opens_.Drop(*a.pre_open);
+      [this](AheadEntry& a, Statahead::Why why) {
+        if (!a.pre_open) return;
+        // Only an open nobody asked for in time says the directory's reads stopped
+        // following their lookups (pre_opens.h); one dropped for a change says nothing.
+        if (why == Statahead::Why::kUnused) {
+          pre_opens_.Drop(*a.pre_open);
+        } else {
+          pre_opens_.Withdraw(*a.pre_open);
+        }
       },
       [this](uint64_t dir) { return pre_opens_.Wants(dir); }};
   // Work that close(2)s left to their files' writes (DeferUntilWritten): the tickets of

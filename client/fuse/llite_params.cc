@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fnmatch.h>
 
+#include <charconv>
 #include <functional>
 #include <map>
 
@@ -66,8 +67,8 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
     const Statahead::Counters c = ahead_.counters();
     return fmt::format(
         "statahead total: {}\nstatahead wrong: {}\nfname_total: {}\nrequests: {}\n"
-        "asked: {}\nunkept: {}\nwaits: {}\nhit_total: {}\nmiss_total: {}\n",
-        c.runs, c.wrong, c.runs, c.requests, c.asked, c.unkept, c.waits, c.hits, c.misses);
+        "asked: {}\nunkept: {}\nwaits: {}\nhit_total: {}\nmiss_total: {}\ncached: {}\n",
+        c.runs, c.wrong, c.runs, c.requests, c.asked, c.unkept, c.waits, c.hits, c.misses, c.kept);
   };
   if (unlink_wb_) {
     out[llite + ".unlink_writeback"] = [this] {
@@ -129,7 +130,21 @@ Status StriaFs::SetLocalParam(fuse_req_t req, std::string_view name, std::string
     if (any) return Status::Ok();
   }
   bool any = false;
+  // Kept by this mount, not a client tunable (Lustre's llite.*.statahead_max).
+  const std::string statahead = "llite." + fsname_ + "-" + client_->instance() + ".statahead_max";
+  if (fnmatch(std::string(name).c_str(), statahead.c_str(), 0) == 0) {
+    int v = -1;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size() || v < 0 ||
+        v > 128) {
+      return Status(Code::kInval,
+                    "statahead_max '" + std::string(value) + "' must be an integer from 0 to 128");
+    }
+    ahead_.set_window(v);
+    any = true;
+  }
   for (const auto& [n, get] : getters) {
+    if (n == statahead) continue;
     if (clears.count(n) || fnmatch(std::string(name).c_str(), n.c_str(), 0) != 0) continue;
     STRIA_RETURN_IF_ERROR(client_->tunables().Set(n, value));
     any = true;

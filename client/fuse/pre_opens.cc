@@ -97,6 +97,16 @@ bool PreOpens::Drop(PreOpen& p) {
   return true;
 }
 
+bool PreOpens::Withdraw(PreOpen& p) {
+  {
+    std::lock_guard lock(mu_);
+    if (!ClaimLocked(p)) return false;
+    ++counters_.wasted;
+  }
+  close_(p);
+  return true;
+}
+
 void PreOpens::DiscardAll() {
   std::deque<Entry> all;
   {

@@ -119,6 +119,9 @@ class PreOpens {
   // p cannot serve an OPEN (another user, write access, a change since): closed now, unless
   // taken or closed already (false then).
   bool Drop(PreOpen& p);
+  // The same for one that a change made useless (statahead.h): closed, not counted
+  // against its directory's score.
+  bool Withdraw(PreOpen& p);
   // Closes every pre-open held and not claimed (the mount lost its leases).
   void DiscardAll();
 

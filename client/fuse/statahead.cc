@@ -33,18 +33,17 @@ std::string JoinName(const NamePattern& pattern, uint64_t number) {
 
 Statahead::Statahead(int window, std::chrono::milliseconds keep, FetchFn fetch, DropFn drop,
                      WantOpenFn want_open)
-    : window_(std::max(window, 0)),
+    : window_(std::clamp(window, 0, 128)),
       keep_(keep),
       fetch_(std::move(fetch)),
       drop_(std::move(drop)),
       want_open_(std::move(want_open)) {
-  if (window_ > 0) worker_ = std::thread([this] { Run(); });
+  worker_ = std::thread([this] { Run(); });
 }
 
 Statahead::~Statahead() { Stop(); }
 
 void Statahead::Stop() {
-  std::vector<AheadEntry> left;
   {
     std::lock_guard lock(mu_);
     stop_ = true;
@@ -53,22 +52,24 @@ void Statahead::Stop() {
   work_cv_.notify_all();
   done_cv_.notify_all();
   if (worker_.joinable()) worker_.join();
-  {
-    std::lock_guard lock(mu_);
-    TakeSlotsLocked([](const Key&, const Slot&) { return true; }, &left);
-  }
-  for (AheadEntry& e : left) drop_(e);
+  DropSlots([](const Key&, const Slot&) { return true; });
+}
+
+void Statahead::set_window(int window) {
+  window_.store(std::clamp(window, 0, 128), std::memory_order_relaxed);
 }
 
 std::optional<AheadEntry> Statahead::Lookup(uint64_t dir, std::string_view name,
                                             const proto::Credentials& cred) {
-  if (window_ <= 0) return std::nullopt;
-  const bool want_open = want_open_ ? want_open_(dir) : false;
+  const bool on = window() > 0;
+  const bool want_open = on && want_open_ ? want_open_(dir) : false;
   std::unique_lock lock(mu_);
   if (stop_) return std::nullopt;
-  if (std::optional<Queued> q = ObserveLocked(dir, name, cred, want_open)) {
-    jobs_.push_back(std::move(*q));
-    work_cv_.notify_one();
+  if (on) {
+    if (std::optional<Queued> q = ObserveLocked(dir, name, cred, want_open)) {
+      jobs_.push_back(std::move(*q));
+      work_cv_.notify_one();
+    }
   }
   const Key key{dir, std::string(name)};
   auto it = slots_.find(key);
@@ -85,19 +86,29 @@ std::optional<AheadEntry> Statahead::Lookup(uint64_t dir, std::string_view name,
   }
   std::optional<AheadEntry> out = std::move(it->second.entry);
   slots_.erase(it);
-  if (out) {
-    ++counters_.hits;
-    if (auto r = runs_.find(dir); r != runs_.end()) {
-      DirRun& run = r->second;
-      run.credit = std::min(run.credit + 1, 2 * window_);
-      // A window's worth used: the run asks twice as far ahead, up to window_.
-      if (++run.used_in_window >= run.window) {
-        run.window = std::min(2 * run.window, window_);
-        run.used_in_window = 0;
-      }
-    }
-  }
+  if (out) --counters_.kept;
   return out;
+}
+
+void Statahead::Used(uint64_t dir) {
+  std::lock_guard lock(mu_);
+  ++counters_.hits;
+  auto r = runs_.find(dir);
+  if (r == runs_.end()) return;
+  DirRun& run = r->second;
+  const int max = window();
+  run.credit = std::min(run.credit + 1, 2 * max);
+  // A window's worth used: the run asks twice as far ahead, up to the most allowed.
+  if (++run.used_in_window >= run.window) {
+    run.window = std::min(2 * run.window, max);
+    run.used_in_window = 0;
+  }
+}
+
+void Statahead::Unused(uint64_t dir) {
+  std::lock_guard lock(mu_);
+  ++counters_.misses;
+  Charge(dir, 1, /*shrink=*/true);
 }
 
 std::optional<Statahead::Queued> Statahead::ObserveLocked(uint64_t dir, std::string_view name,
@@ -134,14 +145,15 @@ std::optional<Statahead::Queued> Statahead::ObserveLocked(uint64_t dir, std::str
     r.highest = n;
     r.asked = n;
     r.length = 1;
-    r.credit = window_;
-    r.window = std::min(kFirstWindow, window_);
+    r.credit = window();
+    r.window = std::min(kFirstWindow, window());
     r.used_in_window = 0;
     r.asking = false;
     return std::nullopt;
   }
   ++r.length;
   r.highest = std::max(r.highest, n);
+  r.window = std::min(r.window, window());  // statahead_max lowered since
   if (r.length < kMinRun || r.credit <= 0) return std::nullopt;
   const uint64_t from = std::max(r.asked, r.highest) + 1;
   const uint64_t to = r.highest + static_cast<uint64_t>(r.window);
@@ -179,49 +191,53 @@ void Statahead::TakeSlotsLocked(const std::function<bool(const Key&, const Slot&
       continue;
     }
     if (it->second.entry) {
-      ++counters_.misses;
+      --counters_.kept;
       out->push_back(std::move(*it->second.entry));
     }
     it = slots_.erase(it);
   }
 }
 
-void Statahead::Clear() {
+void Statahead::DropSlots(const std::function<bool(const Key&, const Slot&)>& pred) {
   std::vector<AheadEntry> dropped;
   {
     std::lock_guard lock(mu_);
-    TakeSlotsLocked([](const Key&, const Slot&) { return true; }, &dropped);
+    TakeSlotsLocked(pred, &dropped);
   }
   done_cv_.notify_all();  // lookups waiting for a request ahead ask the MDS themselves
-  for (AheadEntry& e : dropped) drop_(e);
+  for (AheadEntry& e : dropped) drop_(e, Why::kChanged);
+}
+
+void Statahead::Clear() {
+  DropSlots([](const Key&, const Slot&) { return true; });
 }
 
 void Statahead::DropDir(uint64_t dir) {
-  std::vector<AheadEntry> dropped;
   {
     std::lock_guard lock(mu_);
     auto first = slots_.lower_bound(Key{dir, std::string()});
     if (first == slots_.end() || first->first.first != dir) return;
-    TakeSlotsLocked([dir](const Key& k, const Slot&) { return k.first == dir; }, &dropped);
   }
-  done_cv_.notify_all();
-  for (AheadEntry& e : dropped) drop_(e);
+  DropSlots([dir](const Key& k, const Slot&) { return k.first == dir; });
 }
 
-void Statahead::Unused(uint64_t dir) {
-  std::lock_guard lock(mu_);
-  ++counters_.misses;
-  Charge(dir, 1);
+void Statahead::DropIf(const std::function<bool(const proto::EntryReply&)>& pred) {
+  {
+    std::lock_guard lock(mu_);
+    if (slots_.empty()) return;
+  }
+  DropSlots(
+      [&pred](const Key&, const Slot& s) { return s.pending || (s.entry && pred(s.entry->rep)); });
 }
 
-void Statahead::Charge(uint64_t dir, int unused) {
+void Statahead::Charge(uint64_t dir, int n, bool shrink) {
   auto it = runs_.find(dir);
   if (it == runs_.end()) return;
   DirRun& r = it->second;
   const bool had = r.credit > 0;
-  r.credit -= unused;
-  r.window = std::max(std::min(kFirstWindow, window_), r.window / 2);
+  r.credit -= n;
   if (had && r.credit <= 0) ++counters_.wrong;
+  if (shrink) r.window = std::max(std::min(kFirstWindow, window()), r.window / 2);
 }
 
 Statahead::Counters Statahead::counters() const {
@@ -243,7 +259,8 @@ void Statahead::Run() {
       } else if (s.due <= now) {
         if (s.entry) {
           ++counters_.misses;
-          Charge(it->first.first, 1);
+          --counters_.kept;
+          Charge(it->first.first, 1, /*shrink=*/true);
           expired.push_back(std::move(*s.entry));
         }
         it = slots_.erase(it);
@@ -254,7 +271,7 @@ void Statahead::Run() {
     }
     if (!expired.empty()) {
       lock.unlock();
-      for (AheadEntry& e : expired) drop_(e);
+      for (AheadEntry& e : expired) drop_(e, Why::kUnused);
       lock.lock();
       continue;
     }
@@ -285,7 +302,10 @@ void Statahead::Run() {
         continue;
       }
       if (!got[i].ok() || stop_) {
+        // Asked in vain (past the last name, a gap, an MDS that refuses such batches):
+        // it counts against the run, which stops asking when it keeps doing so.
         ++counters_.unkept;
+        Charge(q.job.dir, 1, /*shrink=*/false);
         if (got[i].ok()) unwanted.push_back(std::move(*got[i]));
         slots_.erase(it);
         continue;
@@ -293,11 +313,12 @@ void Statahead::Run() {
       it->second.pending = false;
       it->second.entry = std::move(*got[i]);
       it->second.due = due;
+      ++counters_.kept;
     }
     done_cv_.notify_all();
     if (!unwanted.empty()) {
       lock.unlock();
-      for (AheadEntry& e : unwanted) drop_(e);
+      for (AheadEntry& e : unwanted) drop_(e, Why::kChanged);
       lock.lock();
     }
   }

@@ -36,6 +36,7 @@
 // the worker's, neither under the lock.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -97,12 +98,14 @@ class Statahead {
   };
   // Looks up job's names at the MDS: one result per name, in order (an error: not kept).
   using FetchFn = std::function<std::vector<Result<AheadEntry>>(const Job&)>;
-  // An entry that goes unused (its pre-open closed).
-  using DropFn = std::function<void(AheadEntry&)>;
+  // An entry that goes unused (its pre-open closed): not asked for in time (kUnused: it
+  // counts against the directory's open intents, pre_opens.h), or dropped for a change.
+  enum class Why { kUnused, kChanged };
+  using DropFn = std::function<void(AheadEntry&, Why)>;
   // Whether a lookup in `dir` would carry the open intent now (PreOpens' score).
   using WantOpenFn = std::function<bool(uint64_t dir)>;
 
-  // window 0: off (Lookup never asks ahead, and returns nothing).
+  // window 0: off (Lookup asks nothing ahead, and returns nothing) until set_window.
   Statahead(int window, std::chrono::milliseconds keep, FetchFn fetch, DropFn drop,
             WantOpenFn want_open);
   ~Statahead();  // Stop()s
@@ -111,33 +114,41 @@ class Statahead {
 
   // Ends the worker and drops everything kept. Later Lookups return nothing.
   void Stop();
+  // How far ahead a run may ask (llite.*.statahead_max), 0 to 128; 0 stops asking.
+  void set_window(int window);
+  int window() const { return window_.load(std::memory_order_relaxed); }
 
   // The kernel's LOOKUP of `name` in `dir` by `cred`: notes it in the directory's run,
   // queues the names ahead when the run calls for it, and returns the reply kept for this
   // name, after waiting (at most kMaxWait) for a request ahead that carries it. nullopt:
-  // none; ask the MDS.
+  // none; ask the MDS. The caller says what came of a reply: Used or Unused.
   std::optional<AheadEntry> Lookup(uint64_t dir, std::string_view name,
                                    const proto::Credentials& cred);
+  // The kernel was answered with the reply (a hit: the run asks further ahead).
+  void Used(uint64_t dir);
+  // The reply could not be used (a miss).
+  void Unused(uint64_t dir);
   // Drops everything kept and in flight (a revocation).
   void Clear();
-  // Drops what is kept for `dir` (this mount changed its names).
+  // Drops what is kept and in flight for `dir` (this mount changed its names).
   void DropDir(uint64_t dir);
-  // Lookup found `dir`'s entry for a name unusable: counted as a miss.
-  void Unused(uint64_t dir);
+  // Drops what is kept for which `pred` is true, and everything in flight (this mount
+  // changed files that may be kept under other names: hard links).
+  void DropIf(const std::function<bool(const proto::EntryReply&)>& pred);
 
   // In Lustre's words (llite.*.statahead_stats).
   struct Counters {
     uint64_t runs = 0;      // "statahead total": runs that began asking ahead
-    uint64_t wrong = 0;     // "statahead wrong": runs stopped for unused lookups
+    uint64_t wrong = 0;     // "statahead wrong": runs stopped for names asked in vain
     uint64_t requests = 0;  // MDS requests sent ahead
     uint64_t asked = 0;     // names in them
     uint64_t unkept = 0;    // ... whose reply was not kept (no such name, no lease, an error)
-    uint64_t hits = 0;      // kernel lookups answered from a reply kept here
-    uint64_t waits = 0;     // ... or looked for one and waited for its request
+    uint64_t hits = 0;      // kernel lookups answered with a reply kept here
+    uint64_t waits = 0;     // lookups that waited for the request carrying their name
     uint64_t misses = 0;    // replies kept and never used
+    uint64_t kept = 0;      // replies kept now
   };
   Counters counters() const;
-  int window() const { return window_; }
 
  private:
   struct DirRun {
@@ -145,7 +156,7 @@ class Statahead {
     uint64_t highest = 0;    // the highest number looked up
     uint64_t asked = 0;      // the highest number asked ahead
     int length = 0;          // lookups in the run so far
-    int credit = 0;          // unused lookups ahead it may still cost
+    int credit = 0;          // names it may still ask in vain
     int window = 0;          // how far ahead it asks now: kFirstWindow, doubling up to window_
     int used_in_window = 0;  // replies used since the window last grew
     bool asking = false;     // it has asked ahead
@@ -166,13 +177,17 @@ class Statahead {
   // Notes the lookup in dir's run; returns the job to queue, if any. REQUIRES mu_.
   std::optional<Queued> ObserveLocked(uint64_t dir, std::string_view name,
                                       const proto::Credentials& cred, bool want_open);
-  // Moves the entries of slots matching `pred` (done or not) to `out`. REQUIRES mu_.
+  // Erases the slots matching `pred` (done or in flight) and drops their entries.
+  void DropSlots(const std::function<bool(const Key&, const Slot&)>& pred);
+  // Moves the entries of slots matching `pred` to `out` and erases the slots. REQUIRES mu_.
   void TakeSlotsLocked(const std::function<bool(const Key&, const Slot&)>& pred,
                        std::vector<AheadEntry>* out);
-  void Charge(uint64_t dir, int unused);  // REQUIRES mu_
+  // `n` names of dir's run asked in vain: its credit goes down by n, and with `shrink`
+  // (replies kept and not used) its window halves. REQUIRES mu_.
+  void Charge(uint64_t dir, int n, bool shrink);
   void Run();
 
-  const int window_;
+  std::atomic<int> window_;
   const std::chrono::milliseconds keep_;
   const FetchFn fetch_;
   const DropFn drop_;

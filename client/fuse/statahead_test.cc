@@ -97,10 +97,14 @@ class StataheadTest : public ::testing::Test {
   void Make(int window, milliseconds keep, bool want_open = true) {
     ahead_ = std::make_unique<Statahead>(
         window, keep, [this](const Statahead::Job& j) { return mds_.Fetch(j); },
-        [this](AheadEntry&) { ++dropped_; }, [want_open](uint64_t) { return want_open; });
+        [this](AheadEntry&, Statahead::Why) { ++dropped_; },
+        [want_open](uint64_t) { return want_open; });
   }
+  // A kernel lookup: a reply found here is used, as StriaFs::UseAhead does.
   std::optional<AheadEntry> Lookup(uint64_t dir, uint64_t n) {
-    return ahead_->Lookup(dir, Name(n), cred_);
+    std::optional<AheadEntry> e = ahead_->Lookup(dir, Name(n), cred_);
+    if (e) ahead_->Used(dir);
+    return e;
   }
 
   FakeMds mds_;
@@ -224,7 +228,7 @@ TEST_F(StataheadTest, UnusedRepliesExpireAndARunThatWastesStopsAsking) {
   // A run whose names are asked ahead but never looked up (the kernel had them).
   for (uint64_t n = 1; n <= 4; ++n) Lookup(2, n);
   ASSERT_TRUE(mds_.WaitForJobs(1));
-  for (int i = 0; i < 200 && ahead_->counters().misses < 8; ++i) {
+  for (int i = 0; i < 200 && (ahead_->counters().misses < 8 || dropped_.load() < 8); ++i) {
     std::this_thread::sleep_for(milliseconds(10));
   }
   EXPECT_EQ(ahead_->counters().misses, 8u);
@@ -234,6 +238,46 @@ TEST_F(StataheadTest, UnusedRepliesExpireAndARunThatWastesStopsAsking) {
   for (uint64_t n = 20; n <= 30; ++n) Lookup(2, n);
   std::this_thread::sleep_for(milliseconds(50));
   EXPECT_EQ(mds_.jobs().size(), 1u);
+}
+
+TEST_F(StataheadTest, DropIfTakesTheMatchingRepliesAndThoseInFlight) {
+  Make(8, milliseconds(5000));
+  for (uint64_t n = 1; n <= 4; ++n) Lookup(2, n);
+  ASSERT_TRUE(mds_.WaitForJobs(1));
+  ASSERT_TRUE(Lookup(2, 5));  // the request came back: 6..12 kept
+  EXPECT_EQ(ahead_->counters().kept, 7u);
+  ahead_->DropIf([](const proto::EntryReply& r) { return r.attr().ino() % 2 == 0; });
+  EXPECT_EQ(ahead_->counters().kept, 3u);  // 7, 9, 11 stay; 6, 8, 10, 12 go
+  EXPECT_EQ(dropped_.load(), 4);
+  EXPECT_FALSE(Lookup(2, 6));
+  EXPECT_TRUE(Lookup(2, 7));
+}
+
+TEST_F(StataheadTest, NamesAskedInVainStopTheRun) {
+  // An MDS that answers none of them (one from before batched opens refuses them all).
+  Make(8, milliseconds(5000));
+  for (uint64_t n = 1; n <= 100; ++n) mds_.Absent(Name(n));
+  for (uint64_t n = 1; n <= 60; ++n) Lookup(3, n);
+  std::this_thread::sleep_for(milliseconds(50));
+  const Statahead::Counters c = ahead_->counters();
+  EXPECT_EQ(c.wrong, 1u);
+  EXPECT_LE(c.asked, 8u + 8u) << "a window's credit, and what was asked before it ran out";
+  EXPECT_EQ(c.unkept, c.asked);
+}
+
+TEST_F(StataheadTest, StataheadMaxCanBeChangedWhileRunning) {
+  Make(0, milliseconds(5000));
+  for (uint64_t n = 1; n <= 10; ++n) EXPECT_FALSE(Lookup(1, n));
+  EXPECT_TRUE(mds_.jobs().empty());
+  ahead_->set_window(16);
+  for (uint64_t n = 11; n <= 14; ++n) Lookup(1, n);  // a run begins
+  ASSERT_TRUE(mds_.WaitForJobs(1));
+  EXPECT_EQ(mds_.jobs().front().names.front(), Name(15));
+  ahead_->set_window(0);
+  const size_t jobs = mds_.jobs().size();
+  for (uint64_t n = 15; n <= 40; ++n) Lookup(1, n);
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_EQ(mds_.jobs().size(), jobs);
 }
 
 TEST_F(StataheadTest, OffAsksNothing) {
