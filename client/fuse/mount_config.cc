@@ -34,6 +34,7 @@ constexpr KeyInfo kKeys[] = {
     {"close_gather_ms", "close_gather_ms", Kind::kValue, false},
     {"open_register_ms", "open_register_ms", Kind::kValue, false},
     {"open_intent_ms", "open_intent_ms", Kind::kValue, false},
+    {"statahead_max", "statahead_max", Kind::kValue, false},
     {"log", "log", Kind::kValue, false},
     {"log_file", "log", Kind::kValue, true},  // [global]'s name for it
     {"log_level", "log_level", Kind::kValue, true},

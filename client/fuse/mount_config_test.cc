@@ -32,6 +32,8 @@ TEST(MountConfigTest, ClientAndGlobalBecomeMountOptions) {
                                       "timeout=600", "o2ib_poll", "noallow_other",
                                       "nodefault_permissions", "log_target=syslog"}));
   EXPECT_TRUE(Options("[client]\no2ib_poll = false\n").empty());
+  EXPECT_EQ(Options("[client]\nstatahead_max = 0\n"),
+            (std::vector<std::string>{"statahead_max=0"}));
 }
 
 TEST(MountConfigTest, CommandLineOptionsWin) {
