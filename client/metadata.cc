@@ -69,6 +69,17 @@ Status CheckLookupOpen(Metadata& md, const proto::Credentials& cred, const proto
   return Status(Code::kProtocol, "MDS lookup returned an open of another inode, or no handle");
 }
 
+// One name's reply in a batch answered OK: it, or why it cannot be used (its open closed).
+Result<proto::EntryReply> CheckedLookup(Metadata& md, const proto::Credentials& cred,
+                                        proto::EntryReply rep) {
+  if (rep.attr().ino() == 0) {
+    CloseLookupOpen(md, cred, rep);
+    return Status(Code::kProtocol, "MDS lookup returned inode 0");
+  }
+  STRIA_RETURN_IF_ERROR(CheckLookupOpen(md, cred, rep));
+  return rep;
+}
+
 }  // namespace
 
 Result<proto::EntryReply> Metadata::Lookup(const Cred& cred, uint64_t parent, std::string_view name,
@@ -124,14 +135,7 @@ Result<std::vector<Result<proto::EntryReply>>> Metadata::LookupMany(
       out.assign(names.size(), st);
       return out;
     }
-    if (rep.attr().ino() == 0) {
-      CloseLookupOpen(*this, cred, rep);
-      out.push_back(Status(Code::kProtocol, "MDS lookup returned inode 0"));
-    } else if (Status bad = CheckLookupOpen(*this, cred, rep); !bad.ok()) {
-      out.push_back(bad);
-    } else {
-      out.push_back(std::move(rep));
-    }
+    out.push_back(CheckedLookup(*this, cred, std::move(rep)));
     out.resize(names.size(), Status(Code::kNotSup, "the MDS answered one name of a batch"));
     return out;
   }
@@ -153,13 +157,8 @@ Result<std::vector<Result<proto::EntryReply>>> Metadata::LookupMany(
     if (c != Code::kOk) {
       CloseLookupOpen(*this, cred, one);  // none is kept with an error
       out.push_back(Status(c, fmt::format("lookup of '{}': {}", names[i], CodeName(c))));
-    } else if (one.attr().ino() == 0) {
-      CloseLookupOpen(*this, cred, one);
-      out.push_back(Status(Code::kProtocol, "MDS lookup returned inode 0"));
-    } else if (Status bad = CheckLookupOpen(*this, cred, one); !bad.ok()) {
-      out.push_back(bad);
     } else {
-      out.push_back(std::move(one));
+      out.push_back(CheckedLookup(*this, cred, std::move(one)));
     }
   }
   return out;
