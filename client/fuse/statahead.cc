@@ -97,6 +97,7 @@ void Statahead::Used(uint64_t dir) {
   if (r == runs_.end()) return;
   DirRun& run = r->second;
   const int max = window();
+  if (max == 0) return;  // off now: the run is left as it was
   run.credit = std::min(run.credit + 1, 2 * max);
   // A window's worth used: the run asks twice as far ahead, up to the most allowed.
   if (++run.used_in_window >= run.window) {
@@ -153,7 +154,8 @@ std::optional<Statahead::Queued> Statahead::ObserveLocked(uint64_t dir, std::str
   }
   ++r.length;
   r.highest = std::max(r.highest, n);
-  r.window = std::min(r.window, window());  // statahead_max lowered since
+  // Within statahead_max, which may have changed since (set to 0 and back, say).
+  r.window = std::clamp(r.window, std::min(kFirstWindow, window()), window());
   if (r.length < kMinRun || r.credit <= 0) return std::nullopt;
   const uint64_t from = std::max(r.asked, r.highest) + 1;
   const uint64_t to = r.highest + static_cast<uint64_t>(r.window);

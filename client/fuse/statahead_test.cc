@@ -278,6 +278,11 @@ TEST_F(StataheadTest, StataheadMaxCanBeChangedWhileRunning) {
   for (uint64_t n = 15; n <= 40; ++n) Lookup(1, n);
   std::this_thread::sleep_for(milliseconds(50));
   EXPECT_EQ(mds_.jobs().size(), jobs);
+  // Back on: the run asks again from where its readers are.
+  ahead_->set_window(16);
+  Lookup(1, 41);
+  ASSERT_TRUE(mds_.WaitForJobs(jobs + 1));
+  EXPECT_EQ(mds_.jobs().back().names.back(), Name(41 + Statahead::kFirstWindow));
 }
 
 TEST_F(StataheadTest, OffAsksNothing) {
