@@ -92,7 +92,8 @@ int SetOnMounts(const std::string& name, const std::string& value, int* err) {
   for (const MountEntry& m : *mounts) {
     if (setxattr(m.mount_point.c_str(), attr.c_str(), value.data(), value.size(), 0) == 0) {
       ++n;
-    } else {
+    } else if (*err == 0 || *err == ENOENT) {
+      // A mount's refusal of the value says more than another file system's ENOENT.
       *err = errno;
     }
   }

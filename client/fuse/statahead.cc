@@ -61,12 +61,13 @@ void Statahead::set_window(int window) {
 
 std::optional<AheadEntry> Statahead::Lookup(uint64_t dir, std::string_view name,
                                             const proto::Credentials& cred) {
-  const bool on = window() > 0;
+  const int max = window();  // read once: lctl may change it meanwhile
+  const bool on = max > 0;
   const bool want_open = on && want_open_ ? want_open_(dir) : false;
   std::unique_lock lock(mu_);
   if (stop_) return std::nullopt;
   if (on) {
-    if (std::optional<Queued> q = ObserveLocked(dir, name, cred, want_open)) {
+    if (std::optional<Queued> q = ObserveLocked(dir, name, cred, want_open, max)) {
       jobs_.push_back(std::move(*q));
       work_cv_.notify_one();
     }
@@ -114,7 +115,7 @@ void Statahead::Unused(uint64_t dir) {
 
 std::optional<Statahead::Queued> Statahead::ObserveLocked(uint64_t dir, std::string_view name,
                                                           const proto::Credentials& cred,
-                                                          bool want_open) {
+                                                          bool want_open, int max) {
   NamePattern pattern;
   uint64_t n = 0;
   const bool numbered = SplitName(name, &pattern, &n);
@@ -146,8 +147,8 @@ std::optional<Statahead::Queued> Statahead::ObserveLocked(uint64_t dir, std::str
     r.highest = n;
     r.asked = n;
     r.length = 1;
-    r.credit = window();
-    r.window = std::min(kFirstWindow, window());
+    r.credit = max;
+    r.window = std::min(kFirstWindow, max);
     r.used_in_window = 0;
     r.asking = false;
     return std::nullopt;
@@ -155,7 +156,7 @@ std::optional<Statahead::Queued> Statahead::ObserveLocked(uint64_t dir, std::str
   ++r.length;
   r.highest = std::max(r.highest, n);
   // Within statahead_max, which may have changed since (set to 0 and back, say).
-  r.window = std::clamp(r.window, std::min(kFirstWindow, window()), window());
+  r.window = std::clamp(r.window, std::min(kFirstWindow, max), max);
   if (r.length < kMinRun || r.credit <= 0) return std::nullopt;
   const uint64_t from = std::max(r.asked, r.highest) + 1;
   const uint64_t to = r.highest + static_cast<uint64_t>(r.window);
@@ -239,7 +240,10 @@ void Statahead::Charge(uint64_t dir, int n, bool shrink) {
   const bool had = r.credit > 0;
   r.credit -= n;
   if (had && r.credit <= 0) ++counters_.wrong;
-  if (shrink) r.window = std::max(std::min(kFirstWindow, window()), r.window / 2);
+  if (shrink) {
+    const int max = window();
+    r.window = std::clamp(r.window / 2, std::min(kFirstWindow, max), std::max(max, 1));
+  }
 }
 
 Statahead::Counters Statahead::counters() const {
@@ -307,7 +311,9 @@ void Statahead::Run() {
         // Asked in vain (past the last name, a gap, an MDS that refuses such batches):
         // it counts against the run, which stops asking when it keeps doing so.
         ++counters_.unkept;
-        Charge(q.job.dir, 1, /*shrink=*/false);
+        // Not a transport's error (an MDS failing over): that says nothing of the names.
+        const auto code = static_cast<int32_t>(got[i].status().code());
+        if (!got[i].ok() && code > 0 && code < 1000) Charge(q.job.dir, 1, /*shrink=*/false);
         if (got[i].ok()) unwanted.push_back(std::move(*got[i]));
         slots_.erase(it);
         continue;

@@ -174,9 +174,10 @@ class Statahead {
     std::vector<uint64_t> ids;  // each name's Slot::id
   };
 
-  // Notes the lookup in dir's run; returns the job to queue, if any. REQUIRES mu_.
+  // Notes the lookup in dir's run, with `max` the window allowed now (> 0); returns the
+  // job to queue, if any. REQUIRES mu_.
   std::optional<Queued> ObserveLocked(uint64_t dir, std::string_view name,
-                                      const proto::Credentials& cred, bool want_open);
+                                      const proto::Credentials& cred, bool want_open, int max);
   // Erases the slots matching `pred` (done or in flight) and drops their entries.
   void DropSlots(const std::function<bool(const Key&, const Slot&)>& pred);
   // Moves the entries of slots matching `pred` to `out` and erases the slots. REQUIRES mu_.

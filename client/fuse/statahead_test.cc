@@ -53,6 +53,10 @@ class FakeMds {
     for (const std::string& name : job.names) {
       NamePattern p;
       uint64_t n = 0;
+      if (down_) {
+        out.push_back(Status(Code::kTimeout, "the MDS does not answer"));
+        continue;
+      }
       if (absent_.contains(name) || !SplitName(name, &p, &n)) {
         out.push_back(Status(Code::kNoEnt, name));
         continue;
@@ -77,6 +81,10 @@ class FakeMds {
     std::unique_lock lock(mu_);
     return cv_.wait_for(lock, std::chrono::seconds(5), [&] { return jobs_.size() >= n; });
   }
+  void Down(bool down) {
+    std::lock_guard lock(mu_);
+    down_ = down;
+  }
   void Absent(const std::string& name) {
     std::lock_guard lock(mu_);
     absent_.insert(name);
@@ -88,6 +96,7 @@ class FakeMds {
   std::vector<Statahead::Job> jobs_;
   std::set<std::string> absent_;
   bool hold_ = false;
+  bool down_ = false;
 };
 
 std::string Name(uint64_t n) { return fmt::format("img_{:06}.jpg", n); }
@@ -263,6 +272,19 @@ TEST_F(StataheadTest, NamesAskedInVainStopTheRun) {
   EXPECT_EQ(c.wrong, 1u);
   EXPECT_LE(c.asked, 8u + 8u) << "a window's credit, and what was asked before it ran out";
   EXPECT_EQ(c.unkept, c.asked);
+}
+
+TEST_F(StataheadTest, AnMdsThatDoesNotAnswerDoesNotStopTheRun) {
+  Make(8, milliseconds(5000));
+  mds_.Down(true);  // failing over: every request of the window times out
+  for (uint64_t n = 1; n <= 4; ++n) Lookup(4, n);
+  ASSERT_TRUE(mds_.WaitForJobs(1));
+  for (uint64_t n = 5; n <= 12; ++n) EXPECT_FALSE(Lookup(4, n));
+  mds_.Down(false);
+  int hits = 0;
+  for (uint64_t n = 13; n <= 60; ++n) hits += Lookup(4, n) ? 1 : 0;
+  EXPECT_GE(hits, 30) << "the run asks again once the MDS answers";
+  EXPECT_EQ(ahead_->counters().wrong, 0u);
 }
 
 TEST_F(StataheadTest, StataheadMaxCanBeChangedWhileRunning) {
