@@ -77,15 +77,9 @@ struct Kind<proto::LookupRequest> {
   static void Discard(Client* client, const proto::LookupRequest& req,
                       const proto::EntryReply& rep) {
     if (!req.open()) return;
-    auto close = [&](const proto::EntryReply& r) {
-      if (!r.has_open() || r.open().handle() == 0) return;
-      Metadata::CloseArgs args;
-      args.ino = r.open().attr().ino();
-      args.handle = r.open().handle();
-      Metadata(client).Close(req.cred(), args).status().IgnoreError();
-    };
-    close(rep);
-    for (const proto::EntryReply& r : rep.more()) close(r);
+    Metadata md(client);
+    md.CloseOpenOf(req.cred(), rep);
+    for (const proto::EntryReply& r : rep.more()) md.CloseOpenOf(req.cred(), r);
   }
 };
 

@@ -414,6 +414,50 @@ TEST(LookupBatchesTest, AReplyWithTheWrongNumberOfResultsClosesTheOpensItBrought
   EXPECT_EQ(mds.closed(), refused) << "exactly the handles of the batches refused";
 }
 
+// Metadata::LookupMany (statahead's request: client/fuse/statahead.h) against each kind
+// of MDS: one request whatever the MDS; each name its own answer from an MDS that answers
+// batches; the first name's answer alone from one before batches; and a reply that does
+// not answer the batch is an error that leaves none of its opens at the MDS.
+TEST(LookupManyTest, EachKindOfMdsGetsOneRequestAndLeavesNoOpenBehind) {
+  const std::vector<std::string> names = {"f1", "x2", "f3"};
+  auto ask = [&](StandInMds& mds) {
+    auto client = mds.Connect();
+    EXPECT_NE(client, nullptr);
+    return Metadata(client.get()).LookupMany(Root(), kParent, names, /*open=*/true);
+  };
+  {
+    StandInMds mds(Batches::kAnswered);
+    auto got = ask(mds);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), 3u);
+    ASSERT_TRUE((*got)[0].ok());
+    EXPECT_EQ((*got)[0]->open().handle(), InoOf("f1") * 10);
+    EXPECT_EQ((*got)[1].status().code(), Code::kNoEnt);
+    ASSERT_TRUE((*got)[2].ok());
+    EXPECT_EQ((*got)[2]->attr().ino(), InoOf("f3"));
+    EXPECT_EQ(mds.lookups().size(), 1u);
+    EXPECT_TRUE(mds.closed().empty());
+  }
+  {
+    StandInMds mds(Batches::kIgnored);
+    auto got = ask(mds);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    ASSERT_EQ(got->size(), 3u);
+    ASSERT_TRUE((*got)[0].ok());
+    EXPECT_EQ((*got)[0]->attr().ino(), InoOf("f1"));
+    EXPECT_EQ((*got)[1].status().code(), Code::kNotSup);
+    EXPECT_EQ((*got)[2].status().code(), Code::kNotSup);
+    EXPECT_EQ(mds.lookups().size(), 1u) << "the others are not asked again";
+  }
+  {
+    StandInMds mds(Batches::kWrongCount);
+    auto got = ask(mds);
+    EXPECT_EQ(got.status().code(), Code::kProtocol);
+    EXPECT_EQ(mds.closed(), (std::set<uint64_t>{InoOf("f1") * 10, InoOf("f3") * 10}))
+        << "the opens the broken reply brought are closed";
+  }
+}
+
 // A kept batch replays only what it created, each under the inode and layout it got.
 TEST(CreateBatchesTest, AReplayedBatchCarriesOnlyWhatItCreated) {
   proto::CreateRequest req;

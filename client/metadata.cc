@@ -50,22 +50,13 @@ proto::LookupRequest LookupOf(const proto::Credentials& cred, uint64_t parent,
   return req;
 }
 
-// Closes the open a lookup's reply brought (its open intent), if any: not left at the MDS.
-void CloseLookupOpen(Metadata& md, const proto::Credentials& cred, const proto::EntryReply& rep) {
-  if (!rep.has_open() || rep.open().handle() == 0) return;
-  Metadata::CloseArgs close;
-  close.ino = rep.open().attr().ino();
-  close.handle = rep.open().handle();
-  md.Close(cred, close).status().IgnoreError();
-}
-
 // An open intent's reply that does not open the file it names: closed, and not used.
 Status CheckLookupOpen(Metadata& md, const proto::Credentials& cred, const proto::EntryReply& rep) {
   if (!rep.has_open() ||
       (rep.open().handle() != 0 && rep.open().attr().ino() == rep.attr().ino())) {
     return Status::Ok();
   }
-  CloseLookupOpen(md, cred, rep);
+  md.CloseOpenOf(cred, rep);
   return Status(Code::kProtocol, "MDS lookup returned an open of another inode, or no handle");
 }
 
@@ -73,7 +64,7 @@ Status CheckLookupOpen(Metadata& md, const proto::Credentials& cred, const proto
 Result<proto::EntryReply> CheckedLookup(Metadata& md, const proto::Credentials& cred,
                                         proto::EntryReply rep) {
   if (rep.attr().ino() == 0) {
-    CloseLookupOpen(md, cred, rep);
+    md.CloseOpenOf(cred, rep);
     return Status(Code::kProtocol, "MDS lookup returned inode 0");
   }
   STRIA_RETURN_IF_ERROR(CheckLookupOpen(md, cred, rep));
@@ -112,6 +103,14 @@ Result<proto::EntryReply> Metadata::LookupOpen(const Cred& cred, uint64_t parent
   return rep;
 }
 
+void Metadata::CloseOpenOf(const Cred& cred, const proto::EntryReply& rep) {
+  if (!rep.has_open() || rep.open().handle() == 0) return;
+  CloseArgs close;
+  close.ino = rep.open().attr().ino();
+  close.handle = rep.open().handle();
+  Close(cred, close).status().IgnoreError();
+}
+
 Result<std::vector<Result<proto::EntryReply>>> Metadata::LookupMany(
     const Cred& cred, uint64_t parent, const std::vector<std::string>& names, bool open) {
   if (names.empty()) return std::vector<Result<proto::EntryReply>>();
@@ -141,8 +140,8 @@ Result<std::vector<Result<proto::EntryReply>>> Metadata::LookupMany(
   }
   if (rep.codes_size() != static_cast<int>(names.size()) ||
       rep.more_size() != static_cast<int>(names.size()) - 1) {
-    CloseLookupOpen(*this, cred, rep);
-    for (const proto::EntryReply& r : rep.more()) CloseLookupOpen(*this, cred, r);
+    CloseOpenOf(cred, rep);
+    for (const proto::EntryReply& r : rep.more()) CloseOpenOf(cred, r);
     return Status(Code::kProtocol,
                   fmt::format("the MDS answered a batch of {} lookups with {} results",
                               names.size(), rep.codes_size()));
@@ -155,7 +154,7 @@ Result<std::vector<Result<proto::EntryReply>>> Metadata::LookupMany(
     const auto c = static_cast<Code>(codes[static_cast<int>(i)]);
     proto::EntryReply one = i == 0 ? std::move(rep) : std::move(more[static_cast<int>(i) - 1]);
     if (c != Code::kOk) {
-      CloseLookupOpen(*this, cred, one);  // none is kept with an error
+      CloseOpenOf(cred, one);  // none is kept with an error
       out.push_back(Status(c, fmt::format("lookup of '{}': {}", names[i], CodeName(c))));
     } else {
       out.push_back(CheckedLookup(*this, cred, std::move(one)));

@@ -62,6 +62,9 @@ class Metadata {
   Result<std::vector<Result<proto::EntryReply>>> LookupMany(const Cred& cred, uint64_t parent,
                                                             const std::vector<std::string>& names,
                                                             bool open);
+  // Closes the open a lookup's reply brought (its open intent), if any, ignoring errors: a
+  // reply that cannot be used must not leave the file open at the MDS.
+  void CloseOpenOf(const Cred& cred, const proto::EntryReply& rep);
 
   struct CreateArgs {
     uint64_t parent = 0;
