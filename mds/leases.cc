@@ -442,11 +442,18 @@ LeaseTable::Clock::time_point LeaseTable::Now() const {
   return options_.clock ? options_.clock() : Clock::now();
 }
 
+int64_t LeaseTable::TickOf(Clock::time_point t) {
+  const auto since = t.time_since_epoch();
+  const int64_t whole = since / kTick;
+  return whole + (since > whole * kTick ? 1 : 0);
+}
+
 void LeaseTable::Schedule(const Key& key, Resource& r, Clock::time_point when) {
   if (when >= r.due) return;
-  if (r.due != Clock::time_point::max()) due_.erase({r.due, key});
+  const int64_t tick = TickOf(when);
+  const bool listed = r.due != Clock::time_point::max() && TickOf(r.due) == tick;
   r.due = when;
-  due_.emplace(when, key);
+  if (!listed) due_[tick].push_back(key);
 }
 
 LeaseTable::Clock::time_point LeaseTable::Forgettable(const Resource& r) {
@@ -454,12 +461,28 @@ LeaseTable::Clock::time_point LeaseTable::Forgettable(const Resource& r) {
 }
 
 void LeaseTable::Sweep(Clock::time_point now) {
-  for (size_t n = 0; n < kSweepBatch && !due_.empty() && due_.begin()->first <= now; ++n) {
-    const Key key = due_.begin()->second;
-    due_.erase(due_.begin());
-    ++counters_.swept;
-    // Only the sweep forgets resources, and each has its entry in due_: this one exists.
+  // Ticks that ended by now: every resource listed there is due.
+  const int64_t last = now.time_since_epoch() / kTick;
+  // Stale entries cost a lookup each: bounded too, though not counted as swept.
+  size_t looked = 0, stale = 0;
+  while (looked < kSweepBatch && stale < 4 * kSweepBatch && !due_.empty() &&
+         due_.begin()->first <= last) {
+    auto bucket = due_.begin();
+    if (bucket->second.empty()) {
+      due_.erase(bucket);
+      continue;
+    }
+    const int64_t tick = bucket->first;
+    const Key key = bucket->second.back();
+    bucket->second.pop_back();
     auto it = resources_.find(key);
+    if (it == resources_.end() || it->second.due == Clock::time_point::max() ||
+        TickOf(it->second.due) != tick) {
+      ++stale;  // forgotten, or due in another tick: listed there
+      continue;
+    }
+    ++looked;
+    ++counters_.swept;
     Resource& r = it->second;
     r.due = Clock::time_point::max();
     if (!r.wb_client.empty() && r.wb_until <= now) EndWritebackLocked(r);
@@ -476,16 +499,20 @@ void LeaseTable::Sweep(Clock::time_point now) {
       }
     }
     if (r.holders.empty()) {
-      next = Forgettable(r);
-      if (next <= now && r.wb_client.empty() && !r.wb_recalling) {
+      const Clock::time_point forget = Forgettable(r);
+      if (forget <= now && r.wb_client.empty() && !r.wb_recalling) {
         purge_floor_ = std::max(purge_floor_, r.changed_stamp);
         resources_.erase(it);
         continue;
       }
+      // Not before then; or, kept only by a write-back grant, when that ends (below).
+      if (forget > now) next = forget;
     }
-    if (!r.wb_client.empty()) next = std::min(next, std::max(r.wb_until, now));
+    // (A grant that ended was ended above, but for one being recalled.)
+    if (!r.wb_client.empty()) next = std::min(next, r.wb_until);
     if (r.wb_recalling) next = std::max(next, now + std::chrono::seconds(1));  // the recall ends it
-    Schedule(key, r, next);
+    // Always later than now: never looked at twice in one pass.
+    Schedule(key, r, std::max(next, now + kTick));
   }
 }
 
@@ -493,6 +520,7 @@ LeaseTable::Counters LeaseTable::counters() const {
   std::lock_guard lock(mu_);
   Counters c = counters_;
   c.clients = clients_.size();
+  c.resources = resources_.size();
   for (const auto& [client, st] : clients_) c.held += st.held;
   return c;
 }

@@ -331,6 +331,51 @@ TEST(LeaseTableTest, AChangeIsRememberedUntilItAgesOutThenReadsBeforeItGetNoLeas
   EXPECT_EQ(t.counters().held, 2u);
 }
 
+// The index holds resources by tick: one is looked at once its whole tick has passed,
+// never before its time, and no more than a tick after it.
+TEST(LeaseTableTest, AResourceIsSweptNotBeforeItsTimeAndAtMostATickAfter) {
+  auto clock = std::make_shared<FakeClock>();
+  LeaseTable t(Options(clock));
+  Callbacks a;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 1, 0), 0u);  // ends in 30 s
+  clock->now += std::chrono::seconds(30) - std::chrono::microseconds(1);
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 2, 0), 0u);
+  EXPECT_EQ(t.counters().swept, 0u) << "looked at before its lease ended";
+  clock->now += std::chrono::microseconds(1) + LeaseTable::kTick;
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 2, 0), 0u);
+  EXPECT_EQ(t.counters().swept, 1u) << "not looked at a tick after its lease ended";
+  EXPECT_EQ(t.counters().held, 1u);
+  EXPECT_EQ(t.counters().resources, 1u);
+}
+
+// A directory whose entry lease ended while its write-back grant runs on (the grant lasts
+// a little longer, mds/leases.cc) and whose change aged out: the sweep looks at it again
+// when the grant ends, not at every pass until then (it used to be put back as due at once,
+// and looked at a whole batch of times by each grant's sweep).
+TEST(LeaseTableTest, AWriteBackGrantPastItsLeaseIsLookedAtWhenItEndsOnly) {
+  auto clock = std::make_shared<FakeClock>();
+  LeaseTable t(Options(clock));
+  Callbacks a;
+  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+  t.Revoke("A", Changes({22}, {}));                        // A's own change: ages out in 10 s
+  ASSERT_GT(t.GrantWriteback("A", 22, t.Snapshot()), 0u);  // lease: 30 s
+  clock->now += std::chrono::seconds(11);
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u);
+  EXPECT_EQ(t.counters().swept, 1u) << "the change aged out";
+  clock->now += std::chrono::seconds(20);  // the lease ended, the grant has 2 s left
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u);
+  EXPECT_EQ(t.counters().swept, 2u);
+  EXPECT_TRUE(t.OthersHoldWriteback("B")) << "the grant outlives the lease by 2 s";
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u);
+  EXPECT_EQ(t.counters().swept, 2u) << "looked at again before the grant ended";
+  clock->now += std::chrono::seconds(3);
+  ASSERT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u);
+  EXPECT_EQ(t.counters().swept, 3u);
+  EXPECT_FALSE(t.OthersHoldWriteback("B"));
+  EXPECT_EQ(t.counters().resources, 1u) << "the directory is forgotten; inode 5 stays";
+}
+
 TEST(LeaseTableTest, CommitsOutsideACaptureAreRevokedInTheBackground) {
   LeaseTable t(Options());
   Callbacks a;

@@ -565,9 +565,9 @@ void MdsService::Register(lnet::RpcServer* server) {
           return fmt::format(
               "lease_ms: {}\nclients: {}\nheld: {}\ngranted: {}\nrefused: {}\n"
               "revocations: {}\nrevoke_failures: {}\nwriteback_granted: {}\n"
-              "writeback_recalled: {}\n",
+              "writeback_recalled: {}\nresources: {}\nswept: {}\n",
               leases->options().lease_ms, c.clients, c.held, c.granted, c.refused, c.revocations,
-              c.revoke_failures, c.writeback_granted, c.writeback_recalled);
+              c.revoke_failures, c.writeback_granted, c.writeback_recalled, c.resources, c.swept);
         },
         [] {});
   }
