@@ -139,7 +139,7 @@ uint32_t LeaseTable::Grant(const std::string& client, Kind kind, uint64_t ino,
   }
   if (entry != nullptr && OtherWriteback(*entry, client, now)) {
     ++counters_.refused;
-    if (r.holders.empty()) Schedule(key, r, Forgettable(r));
+    if (r.due == Clock::time_point::max()) Schedule(key, r, Forgettable(r));  // made just now
     return 0;
   }
   const Clock::time_point until = HoldLocked(c->second, client, r, now);
@@ -222,7 +222,7 @@ uint32_t LeaseTable::GrantWriteback(const std::string& client, uint64_t dir, uin
   }
   if (refuse) {
     ++counters_.refused;
-    if (r.holders.empty()) Schedule(key, r, Forgettable(r));
+    if (r.due == Clock::time_point::max()) Schedule(key, r, Forgettable(r));  // made just now
     return 0;
   }
   const Clock::time_point until = HoldLocked(c->second, client, r, now);
@@ -511,8 +511,9 @@ void LeaseTable::Sweep(Clock::time_point now) {
     // (A grant that ended was ended above, but for one being recalled.)
     if (!r.wb_client.empty()) next = std::min(next, r.wb_until);
     if (r.wb_recalling) next = std::max(next, now + std::chrono::seconds(1));  // the recall ends it
-    // Always later than now: never looked at twice in one pass.
-    Schedule(key, r, std::max(next, now + kTick));
+    // Later than now (a holder that ended was dropped, a recall adds a second), so in a
+    // tick still to come: never looked at twice in one pass.
+    Schedule(key, r, std::max(next, now + Clock::duration(1)));
   }
 }
 

@@ -367,9 +367,10 @@ TEST(LeaseTableTest, AWriteBackGrantPastItsLeaseIsLookedAtWhenItEndsOnly) {
   ASSERT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u);
   EXPECT_EQ(t.counters().swept, 2u);
   EXPECT_TRUE(t.OthersHoldWriteback("B")) << "the grant outlives the lease by 2 s";
+  clock->now += std::chrono::milliseconds(500);  // ticks later; the grant runs 1.5 s more
   ASSERT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u);
   EXPECT_EQ(t.counters().swept, 2u) << "looked at again before the grant ended";
-  clock->now += std::chrono::seconds(3);
+  clock->now += std::chrono::seconds(2);
   ASSERT_GT(t.Grant("A", Kind::kAttr, 5, t.Snapshot()), 0u);
   EXPECT_EQ(t.counters().swept, 3u);
   EXPECT_FALSE(t.OthersHoldWriteback("B"));
