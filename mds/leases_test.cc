@@ -274,11 +274,17 @@ LeaseOptions Options(const std::shared_ptr<FakeClock>& clock) {
   return o;
 }
 
-TEST(LeaseTableTest, ASweepLooksOnlyAtWhatEndedAndAtABatchAtATime) {
-  auto clock = std::make_shared<FakeClock>();
-  LeaseTable t(Options(clock));
+// A table on a clock the test moves, with client A registered.
+class ClockedLeaseTableTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(t.Register("A", a.nid()).ok()); }
+
+  std::shared_ptr<FakeClock> clock = std::make_shared<FakeClock>();
+  LeaseTable t{Options(clock)};
   Callbacks a;
-  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+};
+
+TEST_F(ClockedLeaseTableTest, ASweepLooksOnlyAtWhatEndedAndAtABatchAtATime) {
   constexpr uint64_t kEnded = 3 * LeaseTable::kSweepBatch + 5;
   constexpr uint64_t kLive = 100;
   constexpr uint64_t kLiveBase = 1'000'000;
@@ -333,11 +339,7 @@ TEST(LeaseTableTest, AChangeIsRememberedUntilItAgesOutThenReadsBeforeItGetNoLeas
 
 // The index holds resources by tick: one is looked at once its whole tick has passed,
 // never before its time, and no more than a tick after it.
-TEST(LeaseTableTest, AResourceIsSweptNotBeforeItsTimeAndAtMostATickAfter) {
-  auto clock = std::make_shared<FakeClock>();
-  LeaseTable t(Options(clock));
-  Callbacks a;
-  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+TEST_F(ClockedLeaseTableTest, AResourceIsSweptNotBeforeItsTimeAndAtMostATickAfter) {
   ASSERT_GT(t.Grant("A", Kind::kAttr, 1, 0), 0u);  // ends in 30 s
   clock->now += std::chrono::seconds(30) - std::chrono::microseconds(1);
   ASSERT_GT(t.Grant("A", Kind::kAttr, 2, 0), 0u);
@@ -353,11 +355,7 @@ TEST(LeaseTableTest, AResourceIsSweptNotBeforeItsTimeAndAtMostATickAfter) {
 // a little longer, mds/leases.cc) and whose change aged out: the sweep looks at it again
 // when the grant ends, not at every pass until then (it used to be put back as due at once,
 // and looked at a whole batch of times by each grant's sweep).
-TEST(LeaseTableTest, AWriteBackGrantPastItsLeaseIsLookedAtWhenItEndsOnly) {
-  auto clock = std::make_shared<FakeClock>();
-  LeaseTable t(Options(clock));
-  Callbacks a;
-  ASSERT_TRUE(t.Register("A", a.nid()).ok());
+TEST_F(ClockedLeaseTableTest, AWriteBackGrantPastItsLeaseIsLookedAtWhenItEndsOnly) {
   t.Revoke("A", Changes({22}, {}));                        // A's own change: ages out in 10 s
   ASSERT_GT(t.GrantWriteback("A", 22, t.Snapshot()), 0u);  // lease: 30 s
   clock->now += std::chrono::seconds(11);
