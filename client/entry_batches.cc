@@ -108,10 +108,9 @@ void EntryBatches<Req>::SendBatch(const Batch& batch) {
   for (size_t i = 1; i < batch.size(); ++i) Kind<Req>::Add(&req, *batch[i]->req);
   proto::EntryReply rep;
   Status st = client_->MdsCall(Kind<Req>::kOpcode, req, &rep);
-  const auto code = static_cast<int32_t>(st.code());
   const bool batches_known =
       !Kind<Req>::kRefusedInCodes && mds_answers_batches_.load(std::memory_order_relaxed);
-  if (!st.ok() && (code <= 0 || code >= 1000 || batches_known)) {
+  if (!st.ok() && (!IsErrno(st.code()) || batches_known)) {
     // The transport's error: nothing is known of any item (each create may be done), as
     // for a single request. Or an MDS that answers batches refused this one as a whole:
     // the directory's check failed, as it would for each item alone, and nothing was done.

@@ -125,8 +125,7 @@ Result<std::vector<Result<proto::EntryReply>>> Metadata::LookupMany(
   Status st = client_->MdsCall(proto::OP_MDS_LOOKUP, req, &rep);
   std::vector<Result<proto::EntryReply>> out;
   out.reserve(names.size());
-  const auto code = static_cast<int32_t>(st.code());
-  if (!st.ok() && (code <= 0 || code >= 1000)) return st;  // the transport's
+  if (!st.ok() && !IsErrno(st.code())) return st;  // the transport's
   if (!st.ok() || rep.codes_size() == 0) {
     // Refused as a whole (the directory's check, or an MDS from before batched opens), or
     // an MDS from before batches answered the first name alone.
@@ -232,8 +231,8 @@ Result<proto::UnlinkReply> Metadata::UnlinkBatch(const Cred& cred, uint64_t pare
   // not with a file system error. (This MDS answers a batch with an error only when the
   // parent's check failed; then each name alone fails the same way, and nothing was done.)
   // The rest go one by one. A transport error leaves nothing known.
+  if (!rep.ok() && !IsErrno(rep.status().code())) return rep.status();
   const auto code = static_cast<int32_t>(rep.status().code());
-  if (!rep.ok() && (code <= 0 || code >= 1000)) return rep.status();
   proto::UnlinkReply out = rep.ok() ? std::move(*rep) : proto::UnlinkReply();
   out.add_codes(code);
   for (size_t i = 1; i < names.size(); ++i) {

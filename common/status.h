@@ -76,6 +76,13 @@ enum class Code : int32_t {
 // The symbolic name of a code ("ENOENT", "Timeout", ...), for logs and messages.
 std::string_view CodeName(Code code);
 
+// Whether `code` is a POSIX errno (1-999): the peer's answer about the request itself, not
+// the transport's failure to carry it (nor storage or cluster state).
+constexpr bool IsErrno(Code code) {
+  const auto c = static_cast<int32_t>(code);
+  return c > 0 && c < 1000;
+}
+
 class [[nodiscard]] Status {
  public:
   Status() = default;

@@ -56,6 +56,19 @@ Status UseHalf(int v, int* out) {
   return Status::Ok();
 }
 
+// A peer's errno answer is told apart from the transport's failure to carry a request
+// (clients retry the one and report the other name by name).
+TEST(StatusTest, OnlyPosixCodesAreErrnos) {
+  EXPECT_TRUE(IsErrno(Code::kNoEnt));
+  EXPECT_TRUE(IsErrno(Code::kNotSup));
+  EXPECT_FALSE(IsErrno(Code::kOk));
+  EXPECT_FALSE(IsErrno(Code::kTimeout));
+  EXPECT_FALSE(IsErrno(Code::kDisconnected));
+  EXPECT_FALSE(IsErrno(Code::kCorrupt));
+  EXPECT_FALSE(IsErrno(Code::kNotReady));
+  EXPECT_FALSE(IsErrno(Code::kInternal));
+}
+
 TEST(ResultTest, ValueOrStatus) {
   int out = 0;
   EXPECT_TRUE(UseHalf(8, &out).ok());

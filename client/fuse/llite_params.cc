@@ -136,9 +136,9 @@ Status StriaFs::SetLocalParam(fuse_req_t req, std::string_view name, std::string
     int v = -1;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     if (value.empty() || ec != std::errc() || end != value.data() + value.size() || v < 0 ||
-        v > 128) {
-      return Status(Code::kInval,
-                    "statahead_max '" + std::string(value) + "' must be an integer from 0 to 128");
+        v > Statahead::kMaxWindow) {
+      return Status(Code::kInval, fmt::format("statahead_max '{}' must be an integer from 0 to {}",
+                                              value, Statahead::kMaxWindow));
     }
     ahead_.set_window(v);
     any = true;

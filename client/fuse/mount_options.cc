@@ -3,6 +3,7 @@
 #include <charconv>
 #include <span>
 
+#include "client/fuse/statahead.h"
 #include "common/log_config.h"
 
 namespace stria::client::fuse {
@@ -109,7 +110,7 @@ Result<MountOptions> ParseMountOptions(const std::vector<std::string>& option_ar
       } else if (key == "open_intent_ms") {
         STRIA_RETURN_IF_ERROR(ParseInt(key, value, 0, 10'000, &m.open_intent_ms));
       } else if (key == "statahead_max") {
-        STRIA_RETURN_IF_ERROR(ParseInt(key, value, 0, 128, &m.statahead_max));
+        STRIA_RETURN_IF_ERROR(ParseInt(key, value, 0, Statahead::kMaxWindow, &m.statahead_max));
       } else if (key == "mirror_timeout") {
         STRIA_RETURN_IF_ERROR(ParseInt(key, value, 1, 3600, &m.mirror_timeout_s));
       } else if (key == "connect_timeout") {

@@ -87,21 +87,17 @@ bool PreOpens::Take(PreOpen& p) {
 }
 
 bool PreOpens::Drop(PreOpen& p) {
-  {
-    std::lock_guard lock(mu_);
-    if (!ClaimLocked(p)) return false;
-    ++counters_.wasted;
-    Score(p.parent, 1 - kWasteCost);  // with Hold's, kWasteCost
-  }
-  close_(p);
-  return true;
+  return CloseUnused(p, 1 - kWasteCost);  // with Hold's, kWasteCost
 }
 
-bool PreOpens::Withdraw(PreOpen& p) {
+bool PreOpens::Withdraw(PreOpen& p) { return CloseUnused(p, 0); }
+
+bool PreOpens::CloseUnused(PreOpen& p, int score) {
   {
     std::lock_guard lock(mu_);
     if (!ClaimLocked(p)) return false;
     ++counters_.wasted;
+    if (score != 0) Score(p.parent, score);
   }
   close_(p);
   return true;

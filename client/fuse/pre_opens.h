@@ -139,6 +139,8 @@ class PreOpens {
     Clock::time_point due;
   };
   void Score(uint64_t dir, int delta);  // REQUIRES mu_
+  // Closes p unless taken or closed already, moving its directory's score by `score`.
+  bool CloseUnused(PreOpen& p, int score);
   bool ClaimLocked(PreOpen& p);         // REQUIRES mu_: p is this caller's alone
   void Run();
 

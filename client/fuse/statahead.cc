@@ -33,7 +33,7 @@ std::string JoinName(const NamePattern& pattern, uint64_t number) {
 
 Statahead::Statahead(int window, std::chrono::milliseconds keep, FetchFn fetch, DropFn drop,
                      WantOpenFn want_open)
-    : window_(std::clamp(window, 0, 128)),
+    : window_(std::clamp(window, 0, kMaxWindow)),
       keep_(keep),
       fetch_(std::move(fetch)),
       drop_(std::move(drop)),
@@ -56,7 +56,7 @@ void Statahead::Stop() {
 }
 
 void Statahead::set_window(int window) {
-  window_.store(std::clamp(window, 0, 128), std::memory_order_relaxed);
+  window_.store(std::clamp(window, 0, kMaxWindow), std::memory_order_relaxed);
 }
 
 std::optional<AheadEntry> Statahead::Lookup(uint64_t dir, std::string_view name,
@@ -312,8 +312,9 @@ void Statahead::Run() {
         // it counts against the run, which stops asking when it keeps doing so.
         ++counters_.unkept;
         // Not a transport's error (an MDS failing over): that says nothing of the names.
-        const auto code = static_cast<int32_t>(got[i].status().code());
-        if (!got[i].ok() && code > 0 && code < 1000) Charge(q.job.dir, 1, /*shrink=*/false);
+        if (!got[i].ok() && IsErrno(got[i].status().code())) {
+          Charge(q.job.dir, 1, /*shrink=*/false);
+        }
         if (got[i].ok()) unwanted.push_back(std::move(*got[i]));
         slots_.erase(it);
         continue;

@@ -82,6 +82,7 @@ class Statahead {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr int kMinRun = 4;        // lookups in a run before any is asked ahead
+  static constexpr int kMaxWindow = 128;   // statahead_max's upper bound
   static constexpr int kFirstWindow = 8;   // how far a run asks ahead at first
   static constexpr uint64_t kJitter = 64;  // how far from the highest a run's numbers stray
   // How far behind the highest a reader of the run may lag (workers drift apart): its
