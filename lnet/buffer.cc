@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "lnet/shared_bulk.h"
+
 namespace stria::lnet {
 
 void KeepBulkBuffersOffMmap() {
@@ -145,6 +147,25 @@ void BufferPool::Free(uint8_t* p, size_t capacity) {
   }
   ReleaseToSystem(p, capacity);
   std::free(p);
+}
+
+void BufferFree::operator()(uint8_t* p) const {
+  if (arena != nullptr) {
+    arena->Free(p, capacity);
+  } else {
+    BufferPool::Free(p, capacity);
+  }
+}
+
+Buffer Buffer::Shareable(size_t size) {
+  BulkArena* arena = BulkArena::Get();
+  size_t capacity = 0;
+  uint8_t* p = (arena != nullptr && size > 0) ? arena->Allocate(size, &capacity) : nullptr;
+  if (p == nullptr) return Buffer(size);
+  Buffer b;
+  b.data_ = std::unique_ptr<uint8_t, BufferFree>(p, BufferFree{capacity, arena});
+  b.size_ = size;
+  return b;
 }
 
 }  // namespace stria::lnet

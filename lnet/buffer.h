@@ -52,10 +52,13 @@ class BufferPool {
   static bool Owns(const void* p, size_t len);
 };
 
-// Gives a Buffer's block back to the BufferPool.
+class BulkArena;  // lnet/shared_bulk.h
+
+// Gives a Buffer's block back to the BufferPool, or to the arena it came from.
 struct BufferFree {
   size_t capacity = 0;
-  void operator()(uint8_t* p) const { BufferPool::Free(p, capacity); }
+  BulkArena* arena = nullptr;
+  void operator()(uint8_t* p) const;
 };
 
 class Buffer {
@@ -67,6 +70,14 @@ class Buffer {
     uint8_t* p = BufferPool::Allocate(size, &capacity);
     data_ = std::unique_ptr<uint8_t, BufferFree>(p, BufferFree{capacity});
   }
+
+  // A buffer from the process's shared bulk arena (lnet/shared_bulk.h) when there is one
+  // with room, else from the BufferPool: request bulk that a local server may then read in
+  // place (the mount's write-behind copies).
+  static Buffer Shareable(size_t size);
+
+  // Whether its block is in the shared arena.
+  bool shared() const { return data_.get_deleter().arena != nullptr; }
 
   uint8_t* data() { return data_.get(); }
   const uint8_t* data() const { return data_.get(); }

@@ -71,7 +71,17 @@ Result<FrameHeader> DecodeHeader(const uint8_t* in, const FrameLimits& limits) {
   }
   const bool shared_reply =
       (h.flags & (kFlagReply | kFlagBulkShared)) == (kFlagReply | kFlagBulkShared);
-  if (h.bulk_len > 0 && !shared_reply && !(h.flags & (kFlagBulkCrc | kFlagBulkNoCrc))) {
+  const bool shared_request = (h.flags & kFlagRequestBulkShared) != 0;
+  if (shared_request) {
+    if (h.flags & (kFlagReply | kFlagBulkShared | kFlagBulkCrc | kFlagBulkNoCrc)) {
+      return Status(Code::kProtocol,
+                    "request bulk in a shared arena on a reply, with a reply descriptor or "
+                    "with a checksum flag");
+    }
+    if (h.bulk_len == 0) return Status(Code::kProtocol, "request bulk in a shared arena of 0 bytes");
+  }
+  if (h.bulk_len > 0 && !shared_reply && !shared_request &&
+      !(h.flags & (kFlagBulkCrc | kFlagBulkNoCrc))) {
     return Status(Code::kProtocol, "frame bulk without a checksum");
   }
   return h;

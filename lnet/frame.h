@@ -41,8 +41,13 @@ inline constexpr uint32_t kFlagResend = 1u << 4;
 // reply's bulk may go. In a reply: the bulk_len bytes were put there, none follow in the
 // stream, and no crc goes with them (nothing crossed a wire).
 inline constexpr uint32_t kFlagBulkShared = 1u << 5;
-inline constexpr uint32_t kKnownFlags =
-    kFlagReply | kFlagBulkCrc | kFlagBulkNoCrc | kFlagReplay | kFlagResend | kFlagBulkShared;
+// Request bulk by reference between processes on one host (lnet/shared_bulk.h): the
+// request's bulk_len bytes are in the client's shared arena where last_committed says, none
+// follow in the stream, and no crc goes with them. Requests only, never with
+// kFlagBulkShared (the one descriptor field holds one or the other).
+inline constexpr uint32_t kFlagRequestBulkShared = 1u << 6;
+inline constexpr uint32_t kKnownFlags = kFlagReply | kFlagBulkCrc | kFlagBulkNoCrc | kFlagReplay |
+                                        kFlagResend | kFlagBulkShared | kFlagRequestBulkShared;
 
 struct FrameHeader {
   uint16_t version = kWireVersion;

@@ -90,5 +90,26 @@ TEST(FrameTest, ASharedReplyBulkNeedsNoCrc) {
   EXPECT_TRUE(d->flags & kFlagBulkShared);
 }
 
+// Request bulk left in a shared arena needs no crc, and comes only on a request, alone in
+// the descriptor field, with bytes.
+TEST(FrameTest, ASharedRequestBulkIsARequestsAloneWithBytes) {
+  uint8_t buf[kFrameHeaderSize];
+  auto decode = [&](uint32_t flags, uint64_t bulk_len) {
+    FrameHeader h = Sample();
+    h.flags = flags;
+    h.bulk_len = bulk_len;
+    EncodeHeader(h, buf);
+    return DecodeHeader(buf, FrameLimits{});
+  };
+  Result<FrameHeader> d = decode(kFlagRequestBulkShared, 100'000);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->bulk_len, 100'000u);
+  for (uint32_t other : {kFlagReply, kFlagBulkShared, kFlagBulkCrc, kFlagBulkNoCrc}) {
+    EXPECT_EQ(decode(kFlagRequestBulkShared | other, 4096).status().code(), Code::kProtocol)
+        << other;
+  }
+  EXPECT_EQ(decode(kFlagRequestBulkShared, 0).status().code(), Code::kProtocol);
+}
+
 }  // namespace
 }  // namespace stria::lnet

@@ -46,6 +46,7 @@ LndConfig FromEnvironment() {
   EnvSwitch("STRIA_LNET_LOCAL", &c.local_sockets);
   EnvSwitch("STRIA_LNET_ZEROCOPY", &c.local_zero_copy);
   EnvSwitch("STRIA_LNET_SHARED", &c.local_shared_bulk);
+  EnvSwitch("STRIA_LNET_SHARED_WRITES", &c.local_shared_writes);
   EnvSwitch("STRIA_LOCAL_READS", &c.local_reads);
   return c;
 }
@@ -75,6 +76,10 @@ bool LocalZeroCopyEnabled() {
 }
 
 bool LocalSharedBulkEnabled() { return CurrentLndConfig().local_shared_bulk; }
+bool LocalSharedWritesEnabled() {
+  const LndConfig c = CurrentLndConfig();
+  return c.local_shared_bulk && c.local_shared_writes;
+}
 bool LocalReadsEnabled() { return CurrentLndConfig().local_reads; }
 
 Result<LndFallback> ParseLndFallback(std::string_view text) {

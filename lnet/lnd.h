@@ -53,6 +53,12 @@ struct LndConfig {
   // Reply bulk from a local server lands straight in the client's shared arena
   // (lnet/shared_bulk.h). STRIA_LNET_SHARED=0 in the environment turns it off, to compare.
   bool local_shared_bulk = true;
+  // Request bulk to a local server that takes it in place (the OSS's writes) stays in the
+  // client's shared arena: the server reads it from there, nothing crosses the socket
+  // (lnet/shared_bulk.h). Needs local_shared_bulk. STRIA_LNET_SHARED_WRITES=0 in the
+  // environment turns it off (on a client: writes go over the socket; on a server: it
+  // does not offer to take them), to compare.
+  bool local_shared_writes = true;
   // Small reads of objects on an OST served from this host read its object files directly
   // (client/local_reads.h). STRIA_LOCAL_READS=0 in the environment turns it off on a
   // client (it reads over the socket) or an OSS (it refuses OP_OST_LOCAL_ACCESS).
@@ -68,6 +74,8 @@ LndConfig CurrentLndConfig();
 bool LocalZeroCopyEnabled();
 // CurrentLndConfig().local_shared_bulk (asked once per connection).
 bool LocalSharedBulkEnabled();
+// CurrentLndConfig().local_shared_bulk && local_shared_writes (asked once per connection).
+bool LocalSharedWritesEnabled();
 // CurrentLndConfig().local_reads.
 bool LocalReadsEnabled();
 

@@ -41,7 +41,7 @@ std::string RandomUuid() {
 
 }  // namespace
 
-FrameHeader RequestHeader(const ExchangeArgs& a) {
+FrameHeader RequestHeader(const ExchangeArgs& a, std::optional<uint64_t> bulk_in_arena) {
   FrameHeader h;
   h.opcode = a.opcode;
   h.xid = a.xid;
@@ -53,12 +53,16 @@ FrameHeader RequestHeader(const ExchangeArgs& a) {
   }
   if (a.resend) h.flags |= kFlagResend;
   uint32_t crc = 0;
+  const bool sum = a.bulk->checksum && !bulk_in_arena;  // nothing crosses a wire
   for (const iovec& v : a.bulk->out) {
     if (v.iov_len == 0) continue;
     h.bulk_len += v.iov_len;
-    if (a.bulk->checksum) crc = Crc32c(v.iov_base, v.iov_len, crc);
+    if (sum) crc = Crc32c(v.iov_base, v.iov_len, crc);
   }
-  if (h.bulk_len && a.bulk->checksum) {
+  if (h.bulk_len && bulk_in_arena) {
+    h.flags |= kFlagRequestBulkShared;
+    h.last_committed = *bulk_in_arena;
+  } else if (h.bulk_len && a.bulk->checksum) {
     h.flags |= kFlagBulkCrc;
     h.bulk_crc = crc;
   } else if (h.bulk_len) {
@@ -114,10 +118,22 @@ class TcpConn : public ClientConn {
   ~TcpConn() override { close(fd_); }
   Lnd lnd() const override { return Lnd::kTcp; }
   bool local() const { return local_; }
-  // The server mapped this process's shared bulk arena (OP_LNET_SHARE_BULK).
-  void set_shared(BulkArena* arena) { arena_ = arena; }
+  // The server mapped this process's shared bulk arena (OP_LNET_SHARE_BULK), and takes
+  // request bulk from it in place when request_bulk.
+  void set_shared(BulkArena* arena, bool request_bulk) {
+    arena_ = arena;
+    request_bulk_ = request_bulk;
+  }
 
   Attempt Exchange(const ExchangeArgs& a) override {
+    // Request bulk in arena memory stays there: the server reads it in place.
+    if (const std::optional<InArena> out = SharedRequestBulk(a)) {
+      const FrameHeader h = RequestHeader(a, PackSharedBulk(out->offset, out->pages));
+      Attempt r = Send(a, h, /*shared=*/false, /*with_bulk=*/false);
+      // Unanswered, the request may still be read, late: its bytes must stay as they are.
+      if (!r.conn_ok) arena_->Retire(out->data, out->pages);
+      return r;
+    }
     FrameHeader h = RequestHeader(a);
     // Reply bulk bound for arena memory is asked to go there (lnet/shared_bulk.h).
     std::optional<uint64_t> shared_at;
@@ -128,7 +144,7 @@ class TcpConn : public ClientConn {
         h.last_committed = PackSharedBulk(*shared_at, a.bulk->in.size());
       }
     }
-    Attempt r = Transact(a, h, shared_at.has_value());
+    Attempt r = Send(a, h, shared_at.has_value(), /*with_bulk=*/true);
     // Unanswered, the request may still be served, late: its bulk must not land in memory
     // that the caller reuses.
     if (shared_at && !r.conn_ok) arena_->Detach(a.bulk->in.data(), a.bulk->in.size());
@@ -136,16 +152,44 @@ class TcpConn : public ClientConn {
   }
 
  private:
-  // Sends the request with header h and reads the reply; shared: its bulk may come in the
-  // arena.
-  Attempt Transact(const ExchangeArgs& a, FrameHeader& h, bool shared) {
+  static size_t PageRound(size_t n) {
+    return (n + kSharedBulkPage - 1) & ~(kSharedBulkPage - 1);
+  }
+
+  struct InArena {
+    void* data;        // the bulk's first byte
+    size_t pages;      // its length rounded up to whole pages
+    uint64_t offset;   // where data is in the arena
+  };
+  // Where the request's bulk is when the server may read it in place: one buffer, starting
+  // on a page, whose pages lie in the shared arena (the end rounded up to a page: arena
+  // blocks are whole pages), and no reply bulk (the descriptor field holds one or the
+  // other). nullopt otherwise.
+  std::optional<InArena> SharedRequestBulk(const ExchangeArgs& a) const {
+    if (!request_bulk_ || arena_ == nullptr || !a.bulk->in.empty()) return std::nullopt;
+    const iovec* one = nullptr;
+    for (const iovec& v : a.bulk->out) {
+      if (v.iov_len == 0) continue;
+      if (one != nullptr) return std::nullopt;
+      one = &v;
+    }
+    if (one == nullptr) return std::nullopt;
+    const size_t pages = PageRound(one->iov_len);
+    const std::optional<uint64_t> off = arena_->Offset(one->iov_base, pages);
+    if (!off) return std::nullopt;
+    return InArena{one->iov_base, pages, *off};
+  }
+
+  // Sends the request with header h (its bulk too when with_bulk) and reads the reply;
+  // shared: the reply's bulk may come in the arena.
+  Attempt Send(const ExchangeArgs& a, const FrameHeader& h, bool shared, bool with_bulk) {
     std::vector<iovec> iov;
     iov.reserve(2 + a.bulk->out.size());
     uint8_t hdr[kFrameHeaderSize];
     iov.push_back({hdr, sizeof hdr});
     iov.push_back({const_cast<char*>(a.request.data()), a.request.size()});
     for (const iovec& v : a.bulk->out) {
-      if (v.iov_len != 0) iov.push_back(v);
+      if (with_bulk && v.iov_len != 0) iov.push_back(v);
     }
     EncodeHeader(h, hdr);
     // To a local peer a checksummed bulk goes by reference (lnet/socket.h, SpliceAll): the
@@ -212,6 +256,7 @@ class TcpConn : public ClientConn {
   const int fd_;
   const bool local_;  // a local socket (lnet/socket.h)
   BulkArena* arena_ = nullptr;  // shared with the server (lnet/shared_bulk.h)
+  bool request_bulk_ = false;   // ... which reads request bulk from it in place
   BusyPoller poller_;
 };
 
@@ -534,7 +579,11 @@ class RpcClient::Impl {
       LOG_DEBUG("{}: bulk over the socket: {}", peer_.ToString(), a.status.ToString());
       return Status::Ok();
     }
-    c.set_shared(arena);
+    // A server from before replies with an empty body: it takes no request bulk in place.
+    proto::ShareBulkReply rep;
+    const bool request_bulk = rep.ParseFromString(reply) && rep.request_bulk() &&
+                              LocalSharedWritesEnabled();
+    c.set_shared(arena, request_bulk);
     return Status::Ok();
   }
 

@@ -134,6 +134,7 @@ class RpcServer::Impl : public RequestHandler {
 
   void Register(uint16_t opcode, RawHandler h) { handlers_[opcode] = std::move(h); }
   void HandlerVerifiesBulk(uint16_t opcode) { self_verified_.insert(opcode); }
+  void ReadsBulkInPlace(uint16_t opcode) { in_place_.insert(opcode); }
 
   Status Start(const Nid& listen) {
     STRIA_ASSIGN_OR_RETURN(lnd_, ResolveLnd(listen));
@@ -185,7 +186,8 @@ class RpcServer::Impl : public RequestHandler {
             bulk_checked_.load(std::memory_order_relaxed),
             bulk_unchecked_.load(std::memory_order_relaxed),
             bulk_spliced_.load(std::memory_order_relaxed),
-            bulk_shared_.load(std::memory_order_relaxed)};
+            bulk_shared_.load(std::memory_order_relaxed),
+            bulk_in_shared_.load(std::memory_order_relaxed)};
   }
 
   void Stop() {
@@ -380,7 +382,9 @@ class RpcServer::Impl : public RequestHandler {
           Drop(c, st.ToString());
           return;
         }
-        c->bulk = Buffer(c->hdr.bulk_len);
+        // Request bulk in the client's shared arena: none follows in the stream.
+        const bool in_stream = !(c->hdr.flags & kFlagRequestBulkShared);
+        c->bulk = Buffer(in_stream ? c->hdr.bulk_len : 0);
         c->phase = Conn::Phase::kBulk;
         c->got = 0;
       } else {
@@ -417,9 +421,32 @@ class RpcServer::Impl : public RequestHandler {
     requests_.fetch_add(1, std::memory_order_relaxed);
     // A request whose bulk the client sent without a checksum (osc.*.checksums=0) has no
     // kFlagBulkCrc; the header itself is always checksummed, so the flag is trustworthy.
-    if (h.bulk_len > 0) {
+    if (h.bulk_len > 0 && !(h.flags & kFlagRequestBulkShared)) {  // those: bulk_in_shared_
       ((h.flags & kFlagBulkCrc) ? bulk_checked_ : bulk_unchecked_)
           .fetch_add(1, std::memory_order_relaxed);
+    }
+    // Request bulk in a local client's shared arena (lnet/shared_bulk.h): read in place by
+    // the handlers that take it so, copied out first for every other.
+    Buffer copied;
+    if (h.flags & kFlagRequestBulkShared) {
+      if (s.shared == nullptr) {
+        return Status(Code::kProtocol, "request bulk in a shared arena from " + s.peer +
+                                           ", which shared none on this connection");
+      }
+      STRIA_ASSIGN_OR_RETURN(std::span<uint8_t> region,
+                             UnpackSharedBulk(h.last_committed, s.shared->base(), s.shared->size()));
+      if (region.size() < h.bulk_len) {
+        return Status(Code::kProtocol, "request bulk of " + std::to_string(h.bulk_len) +
+                                           " bytes beyond its shared descriptor of " +
+                                           std::to_string(region.size()));
+      }
+      bulk = region.first(h.bulk_len);
+      bulk_in_shared_.fetch_add(1, std::memory_order_relaxed);
+      if (in_place_.count(h.opcode) == 0) {
+        copied = Buffer(bulk.size());
+        std::memcpy(copied.data(), bulk.data(), bulk.size());
+        bulk = copied.span();
+      }
     }
     if (h.bulk_len > 0 && (h.flags & kFlagBulkCrc)) {
       if (self_verified_.count(h.opcode) > 0) {
@@ -440,7 +467,8 @@ class RpcServer::Impl : public RequestHandler {
     ctx->replay = (h.flags & kFlagReplay) != 0;
     ctx->replay_transno = ctx->replay ? h.transno : 0;
     ctx->resent = (h.flags & kFlagResend) != 0;
-    if ((h.flags & kFlagBulkShared) && s.shared != nullptr) {
+    if ((h.flags & kFlagBulkShared) && !(h.flags & kFlagRequestBulkShared) &&
+        s.shared != nullptr) {
       STRIA_ASSIGN_OR_RETURN(
           ctx->bulk_out_shared,
           UnpackSharedBulk(h.last_committed, s.shared->base(), s.shared->size()));
@@ -467,7 +495,7 @@ class RpcServer::Impl : public RequestHandler {
       return Status::Ok();
     }
     if (h.opcode == proto::OP_LNET_PEERS) return ListPeers(reply);
-    if (h.opcode == proto::OP_LNET_SHARE_BULK) return ShareBulk(s, body);
+    if (h.opcode == proto::OP_LNET_SHARE_BULK) return ShareBulk(s, body, reply);
     auto it = handlers_.find(h.opcode);
     if (it == handlers_.end()) {
       return Status(Code::kBadOpcode, options_.name + " does not serve opcode " +
@@ -574,8 +602,9 @@ class RpcServer::Impl : public RequestHandler {
   }
 
   // OP_LNET_SHARE_BULK: maps the arena a local client passed with this frame, so that
-  // replies to it may put their bulk there (lnet/shared_bulk.h).
-  Status ShareBulk(ServerSession& s, std::string_view body) {
+  // replies to it may put their bulk there, and says whether requests may leave theirs
+  // there (lnet/shared_bulk.h).
+  Status ShareBulk(ServerSession& s, std::string_view body, std::string* reply) {
     const int fd = std::exchange(s.passed_fd, -1);
     if (fd < 0) {
       return Status(Code::kInval, "OP_LNET_SHARE_BULK without a memfd (local sockets only)");
@@ -597,6 +626,9 @@ class RpcServer::Impl : public RequestHandler {
       return r.status();
     }
     s.shared = std::move(*r);
+    proto::ShareBulkReply rep;
+    rep.set_request_bulk(!in_place_.empty() && LocalSharedWritesEnabled());
+    rep.SerializeToString(reply);
     return Status::Ok();
   }
 
@@ -666,6 +698,7 @@ class RpcServer::Impl : public RequestHandler {
   const ServerOptions options_;
   std::unordered_map<uint16_t, RawHandler> handlers_;  // written only before Start()
   std::unordered_set<uint16_t> self_verified_;         // written only before Start()
+  std::unordered_set<uint16_t> in_place_;              // written only before Start()
   const std::unordered_set<uint16_t> cached_opcodes_;
   const uint64_t instance_;
   ReplyCache reply_cache_;
@@ -688,6 +721,7 @@ class RpcServer::Impl : public RequestHandler {
   std::atomic<uint64_t> requests_{0};  // requests received since start
   std::atomic<uint64_t> bulk_checked_{0}, bulk_unchecked_{0};  // request bulks (Load)
   std::atomic<uint64_t> bulk_spliced_{0}, bulk_shared_{0};     // reply bulks (Load)
+  std::atomic<uint64_t> bulk_in_shared_{0};  // request bulks read from a client's arena (Load)
   std::atomic<int64_t> last_sweep_{0};  // steady-clock ticks of the last stall sweep
   std::vector<std::thread> workers_;
 
@@ -702,6 +736,7 @@ void RpcServer::RegisterRaw(uint16_t opcode, RawHandler handler) {
   impl_->Register(opcode, std::move(handler));
 }
 void RpcServer::HandlerVerifiesBulk(uint16_t opcode) { impl_->HandlerVerifiesBulk(opcode); }
+void RpcServer::ReadsBulkInPlace(uint16_t opcode) { impl_->ReadsBulkInPlace(opcode); }
 Status RpcServer::Start(const Nid& listen) { return impl_->Start(listen); }
 uint16_t RpcServer::port() const { return impl_->port(); }
 

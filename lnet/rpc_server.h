@@ -74,7 +74,9 @@ struct RpcContext {
   std::string client_uuid;                // from the connection's CONNECT
   uint64_t xid = 0;
   uint16_t opcode = 0;
-  std::span<const uint8_t> bulk_in;       // request bulk; valid only during the handler
+  // Request bulk; valid only during the handler. For an opcode that ReadsBulkInPlace, it
+  // may be a local client's shared memory, which that client could change meanwhile.
+  std::span<const uint8_t> bulk_in;
   // Set only for an opcode registered with HandlerVerifiesBulk whose request came with a
   // bulk checksum: the server has not checked bulk_in, the handler must, against this
   // value, before using a byte of it (kChecksum when it differs).
@@ -129,6 +131,15 @@ class RpcServer {
   // sums of a write) and so checks them without a pass of the server's own. Before Start().
   void HandlerVerifiesBulk(uint16_t opcode);
 
+  // Requests of `opcode` whose bulk a local client left in its shared arena
+  // (kFlagRequestBulkShared, lnet/shared_bulk.h) reach the handler with bulk_in pointing into
+  // the client's memory, not copied: for a handler that only reads the bytes once into
+  // their place (the OSS's write, straight to disk) and never decides on what it read, since
+  // the client could change them meanwhile. A server that has any offers request bulk in
+  // place to local clients; other opcodes' shared bulk is copied out before their handler
+  // runs. Before Start().
+  void ReadsBulkInPlace(uint16_t opcode);
+
   // Typed registration: the body is parsed as Req (kProtocol if it does not parse) and the
   // reply serialized from Rep.
   template <typename Req, typename Rep>
@@ -164,6 +175,7 @@ class RpcServer {
     uint64_t bulk_unchecked = 0;
     uint64_t bulk_spliced = 0;  // reply bulks sent by reference to local peers (SpliceAll)
     uint64_t bulk_shared = 0;   // reply bulks put straight into a local peer's arena
+    uint64_t bulk_in_shared = 0;  // request bulks read from a local peer's arena
   };
   Load load() const;
 

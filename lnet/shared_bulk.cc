@@ -104,8 +104,8 @@ void BulkArena::Free(uint8_t* p, size_t capacity) {
   std::lock_guard lk(state_->mu);
   for (const auto& [off, end] : state_->detached) {
     if (from < end && off < from + capacity) {
-      // Partly private now, so never shared again: retired rather than handed out, and its
-      // private pages go back to the system.
+      // Partly private now (or retired request bulk a server may still read), so never
+      // shared again: kept out of the free lists, and its pages dropped from this mapping.
       (void)madvise(p, capacity, MADV_DONTNEED);
       return;
     }
@@ -127,6 +127,27 @@ std::optional<uint64_t> BulkArena::Offset(const void* p, size_t len) const {
     }
   }
   return off;
+}
+
+void BulkArena::Retire(void* p, size_t len) {
+  std::optional<uint64_t> off = Offset(p, len);
+  if (!off) return;  // not shared, or no longer
+  {
+    std::lock_guard lk(state_->mu);
+    state_->detached.emplace_back(*off, *off + len);
+    state_->any_detached.store(true, std::memory_order_release);
+  }
+  // The caller's view gets private pages holding the same bytes (it may resend them, or
+  // reuse the buffer), while the memfd's pages keep them for a server that reads late:
+  // they are not punched out.
+  std::vector<uint8_t> bytes(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + len);
+  if (mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+      MAP_FAILED) {
+    LOG_ERROR("shared bulk: cannot retire {} bytes: {}", len, strerror(errno));
+    std::abort();  // the caller could change bytes a late server read takes as the request's
+  }
+  std::memcpy(p, bytes.data(), len);
+  LOG_DEBUG("shared bulk: retired {} bytes of request bulk at {}", len, *off);
 }
 
 void BulkArena::Detach(void* p, size_t len) {

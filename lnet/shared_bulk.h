@@ -19,6 +19,21 @@
 // reused it. Detach gives that range fresh private pages first, so such a late write lands
 // in pages no one reads.
 //
+// Request bulk goes the same way the other direction (kFlagRequestBulkShared, frame.h): a
+// write whose bytes the client keeps in arena memory (its write-behind copies,
+// lnet::Buffer::Shareable) sends only a descriptor, and the server reads the bytes from its
+// mapping, by O_DIRECT straight to disk when aligned: no copy into or out of the socket and
+// no wire crc on either side. A server offers it in its OP_LNET_SHARE_BULK reply and takes
+// it in place only for the opcodes it names (RpcServer::ReadsBulkInPlace, the OSS's writes);
+// any other request's bulk is copied out of the arena before its handler runs. The client
+// does not touch such a buffer until the exchange returns; one that fails unanswered is
+// retired (Retire): the client's view gets private pages with the same bytes, the shared
+// ones stay as they are and are never handed out again, so a late read by a slow server
+// reads what the request meant whatever the caller does next. A client that changes a buffer while a write
+// of it is in flight can only garble its own write: the OSS sums the bytes it reads for the
+// object's chunk checksums, so a later read of bytes that changed under the sum fails with
+// kCorrupt rather than returning them.
+//
 // LndConfig::local_shared_bulk (STRIA_LNET_SHARED=0 in the environment) turns it off.
 // Thread-safety: thread-safe.
 #pragma once
@@ -33,6 +48,9 @@
 #include "common/status.h"
 
 namespace stria::lnet {
+
+// The unit of shared bulk: descriptors, arena blocks and Offset ranges are whole pages.
+inline constexpr size_t kSharedBulkPage = 4096;
 
 class BulkArena {
  public:
@@ -61,6 +79,11 @@ class BulkArena {
   // Replaces the pages of [p, p+len) (page-aligned, inside the arena) with private zero
   // pages and stops sharing them: see the file comment.
   void Detach(void* p, size_t len);
+  // For request bulk a server may still read (see the file comment): stops sharing
+  // [p, p+len) (page-aligned, inside the arena), gives it private pages holding the same
+  // bytes, and leaves the shared pages as they are, for that server; the blocks it lies in
+  // are retired when freed. Their shared pages stay allocated: the price of a failure.
+  void Retire(void* p, size_t len);
 
   int fd() const { return fd_; }
   size_t size() const { return size_; }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,6 +61,23 @@ class SharedBulkTest : public ::testing::Test {
           rep->set_length(len);
           return Status::Ok();
         });
+    // Writes: OP_OST_WRITE reads its bulk in place, OP_MDS_DOM_WRITE gets a copy. Each
+    // records what it was given; a write at kSlowOffset reads its bytes after the client's
+    // timeout.
+    for (auto op : {proto::OP_OST_WRITE, proto::OP_MDS_DOM_WRITE}) {
+      server_->Register<proto::OstIoRequest, proto::OstIoReply>(
+          op, [this](RpcContext& ctx, const proto::OstIoRequest& req, proto::OstIoReply* rep) {
+            if (req.offset() == kSlowOffset) {
+              std::this_thread::sleep_for(std::chrono::milliseconds(kSlowMs));
+            }
+            std::lock_guard lk(seen_mu_);
+            seen_.push_back({ctx.bulk_in.data(), ctx.bulk_in.size(),
+                             Wrong(ctx.bulk_in, req.offset())});
+            rep->set_length(ctx.bulk_in.size());
+            return Status::Ok();
+          });
+    }
+    server_->ReadsBulkInPlace(proto::OP_OST_WRITE);
     ASSERT_TRUE(server_->Start(tf::Loopback(0)).ok());
   }
   void TearDown() override {
@@ -87,6 +105,41 @@ class SharedBulkTest : public ::testing::Test {
     Status st = client.Call(proto::OP_OST_READ, r, &rep, in);
     if (st.ok() && got_len != buf.size()) return Status(Code::kIO, "short read");
     return st;
+  }
+
+  // Writes the bytes of `bufs` (the pattern at `offset`) with opcode `op`.
+  static Status Write(RpcClient& client, uint64_t offset, std::vector<std::span<uint8_t>> bufs,
+                      proto::Opcode op = proto::OP_OST_WRITE) {
+    std::vector<iovec> iov;
+    size_t done = 0;
+    for (std::span<uint8_t> b : bufs) {
+      for (size_t i = 0; i < b.size(); ++i) b[i] = Pattern(offset, done + i);
+      done += b.size();
+      iov.push_back({b.data(), b.size()});
+    }
+    proto::OstIoRequest r;
+    r.set_offset(offset);
+    proto::OstIoReply rep;
+    CallBulk out;
+    out.out = iov;
+    return client.Call(op, r, &rep, out);
+  }
+
+  struct Seen {
+    const uint8_t* data;  // where the handler's bulk_in was
+    size_t size;
+    size_t wrong;  // bytes not as written
+  };
+  std::vector<Seen> TakeSeen() {
+    std::lock_guard lk(seen_mu_);
+    return std::exchange(seen_, {});
+  }
+  // Whether p lies in this process's mapping of the client's arena: the server's (one per
+  // arena and process, SharedRegion::Map).
+  bool InServersMapping(const uint8_t* p) {
+    Result<std::shared_ptr<SharedRegion>> r = SharedRegion::Map(dup(arena_->fd()), arena_->size());
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() && p >= (*r)->base() && p < (*r)->base() + (*r)->size();
   }
 
   static size_t Wrong(std::span<const uint8_t> buf, uint64_t offset) {
@@ -121,6 +174,8 @@ class SharedBulkTest : public ::testing::Test {
   BulkArena* arena_ = nullptr;
   std::vector<std::pair<uint8_t*, size_t>> blocks_;
   std::unique_ptr<RpcServer> server_;
+  std::mutex seen_mu_;
+  std::vector<Seen> seen_;  // GUARDED_BY(seen_mu_)
 };
 
 // A buffer from the arena: the server's handler writes the bytes into it itself (nothing
@@ -176,6 +231,135 @@ TEST_F(SharedBulkTest, AReadTheClientGaveUpOnCannotWriteIntoTheBufferLater) {
   BulkBlock next(buf.size());
   EXPECT_NE(next.data(), p);
   EXPECT_TRUE(arena_->Offset(next.data(), next.size()).has_value());
+}
+
+// A write whose bytes are in the arena sends only their descriptor: the handler reads them
+// in the server's mapping of the arena, with no wire crc (nothing crossed a wire), and a
+// length that is not a whole number of pages is exact.
+TEST_F(SharedBulkTest, AWriteIsReadInPlaceFromTheArena) {
+  RpcClient client(tf::Loopback(server_->port()), Options());
+  std::span<uint8_t> buf = ArenaBuffer(100'000);
+  ASSERT_TRUE(Write(client, 7, {buf}).ok());
+  std::vector<Seen> seen = TakeSeen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].size, 100'000u);
+  EXPECT_EQ(seen[0].wrong, 0u);
+  EXPECT_TRUE(InServersMapping(seen[0].data));
+  const RpcServer::Load load = server_->load();
+  EXPECT_EQ(load.bulk_in_shared, 1u);
+  EXPECT_EQ(load.bulk_checked + load.bulk_unchecked, 0u);  // none came in the stream
+}
+
+// Bulk not in the arena, not starting on a page, or in two pieces goes in the stream, with
+// its crc; shared bulk for an opcode that does not read in place is copied out of the arena
+// before its handler runs.
+TEST_F(SharedBulkTest, OtherWritesGoOverTheSocketAndOthersGetACopy) {
+  RpcClient client(tf::Loopback(server_->port()), Options());
+  std::vector<uint8_t> priv(65536);
+  ASSERT_TRUE(Write(client, 1, {priv}).ok());
+  std::span<uint8_t> a = ArenaBuffer(1 << 20);
+  ASSERT_TRUE(Write(client, 2, {a.subspan(100, 8192)}).ok());
+  ASSERT_TRUE(Write(client, 3, {a.first(4096), a.subspan(8192, 4096)}).ok());
+  for (const Seen& s : TakeSeen()) {
+    EXPECT_EQ(s.wrong, 0u);
+    EXPECT_FALSE(InServersMapping(s.data));
+  }
+  EXPECT_EQ(server_->load().bulk_in_shared, 0u);
+  EXPECT_EQ(server_->load().bulk_checked, 3u);
+  ASSERT_TRUE(Write(client, 4, {a.first(8192)}, proto::OP_MDS_DOM_WRITE).ok());
+  std::vector<Seen> seen = TakeSeen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].wrong, 0u);
+  EXPECT_FALSE(InServersMapping(seen[0].data));
+  EXPECT_EQ(server_->load().bulk_in_shared, 1u);
+}
+
+// The client gives up on a write (its timeout) while the server has yet to read its bytes,
+// and reuses the buffer. The late read still finds the bytes the request meant: the range
+// was retired with private pages of the same bytes for the caller. A resend goes over the
+// socket.
+TEST_F(SharedBulkTest, AWriteTheClientGaveUpOnIsReadLateAsItWasSent) {
+  ClientOptions o = Options();
+  o.rpc_timeout_ms = 300;
+  o.retry_deadline_ms = 0;
+  RpcClient client(tf::Loopback(server_->port()), o);
+  std::span<uint8_t> buf = ArenaBuffer(1 << 20);
+  Status st = Write(client, kSlowOffset, {buf});
+  ASSERT_EQ(st.code(), Code::kTimeout) << st.ToString();
+  EXPECT_EQ(Wrong(buf, kSlowOffset), 0u);  // the caller's view keeps the bytes
+  EXPECT_FALSE(arena_->Offset(buf.data(), buf.size()).has_value());  // no longer shared
+  std::memset(buf.data(), 0x11, buf.size());  // the caller's next use of it
+  std::this_thread::sleep_for(std::chrono::milliseconds(kSlowMs + 500));
+  std::vector<Seen> seen = TakeSeen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].wrong, 0u);  // what was sent, not the 0x11s
+  ASSERT_TRUE(Write(client, 5, {buf}).ok());
+  seen = TakeSeen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].wrong, 0u);
+  EXPECT_FALSE(InServersMapping(seen[0].data));
+  EXPECT_EQ(server_->load().bulk_in_shared, 1u);
+}
+
+// A server that offers no request bulk in place (STRIA_LNET_SHARED_WRITES=0, or one from
+// before that replies to OP_LNET_SHARE_BULK with an empty body) gets writes in the stream.
+TEST_F(SharedBulkTest, WritesOffMeansOverTheSocket) {
+  LndConfig c = CurrentLndConfig();
+  c.local_shared_writes = false;
+  ConfigureLnds(c);
+  RpcClient client(tf::Loopback(server_->port()), Options());
+  std::span<uint8_t> buf = ArenaBuffer(1 << 20);
+  ASSERT_TRUE(Write(client, 9, {buf}).ok());
+  std::vector<Seen> seen = TakeSeen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].wrong, 0u);
+  EXPECT_EQ(server_->load().bulk_in_shared, 0u);
+  ASSERT_TRUE(Read(client, 8, buf).ok());  // replies still land in place
+  EXPECT_EQ(server_->load().bulk_shared, 1u);
+}
+
+// A request that says its bulk is in a shared arena, on a connection that shared none or
+// with a descriptor beyond the region or shorter than its bulk, gets a clear error, and
+// the connection goes on serving.
+TEST_F(SharedBulkTest, ARequestBulkDescriptorThatIsNotSharedIsAnError) {
+  Result<int> raw = tf::ConnectRaw(server_->port());
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  auto write = [&](uint64_t descriptor, uint64_t bulk_len, uint64_t xid) -> Result<tf::Frame> {
+    proto::OstIoRequest req;
+    std::string body;
+    req.SerializeToString(&body);
+    FrameHeader h;
+    h.opcode = proto::OP_OST_WRITE;
+    h.xid = xid;
+    h.flags = kFlagRequestBulkShared;
+    h.bulk_len = bulk_len;
+    h.last_committed = descriptor;
+    STRIA_RETURN_IF_ERROR(tf::SendFrame(*raw, h, body, {}));
+    return tf::RecvFrame(*raw);
+  };
+  Result<tf::Frame> unshared = write(PackSharedBulk(0, 8192), 8192, 20);
+  ASSERT_TRUE(unshared.ok()) << unshared.status().ToString();
+  EXPECT_EQ(static_cast<Code>(unshared->h.status), Code::kProtocol);
+  EXPECT_NE(unshared->body.find("shared none"), std::string::npos) << unshared->body;
+  const int mfd = memfd_create("region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(mfd, 1 << 20), 0);
+  ASSERT_EQ(fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  ASSERT_EQ(ShareRaw(*raw, mfd), Code::kOk);
+  Result<tf::Frame> beyond = write(PackSharedBulk(1 << 20, 8192), 8192, 21);
+  ASSERT_TRUE(beyond.ok()) << beyond.status().ToString();
+  EXPECT_EQ(static_cast<Code>(beyond->h.status), Code::kProtocol);
+  EXPECT_NE(beyond->body.find("outside the shared region"), std::string::npos) << beyond->body;
+  Result<tf::Frame> longer = write(PackSharedBulk(0, 8192), 8193, 22);
+  ASSERT_TRUE(longer.ok()) << longer.status().ToString();
+  EXPECT_EQ(static_cast<Code>(longer->h.status), Code::kProtocol);
+  Result<tf::Frame> good = write(PackSharedBulk(4096, 8192), 8000, 23);
+  ASSERT_TRUE(good.ok()) << good.status().ToString();
+  EXPECT_EQ(good->h.status, 0) << good->body;
+  std::vector<Seen> seen = TakeSeen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].size, 8000u);
+  close(mfd);
+  close(*raw);
 }
 
 // A server maps only a sealed memfd, passed with the frame; it refuses anything else with

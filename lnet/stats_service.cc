@@ -33,6 +33,9 @@ void AddRpcServerMetrics(const RpcServer& server, std::string_view service, Prom
               "requests with a bulk, by its wire checksum (none: osc.*.checksums=0)", b,
               static_cast<double>(n));
   }
+  page->Add("stria_rpc_bulk_requests_shared_total", "counter",
+            "request bulks read from a local peer's shared arena, not sent", l,
+            static_cast<double>(load.bulk_in_shared));
   page->Add("stria_rpc_bulk_replies_spliced_total", "counter",
             "reply bulks sent to local peers by reference, not copied", l,
             static_cast<double>(load.bulk_spliced));

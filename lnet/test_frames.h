@@ -35,7 +35,7 @@ inline Status SendFrame(int fd, FrameHeader h, const std::string& body,
                         int pass_fd = -1) {
   h.body_len = static_cast<uint32_t>(body.size());
   h.body_crc = Crc32c(body.data(), body.size());
-  h.bulk_len = bulk.size();
+  if (!(h.flags & kFlagRequestBulkShared)) h.bulk_len = bulk.size();  // else in the arena
   if (!bulk.empty()) {
     h.flags |= kFlagBulkCrc;
     h.bulk_crc = Crc32c(bulk.data(), bulk.size()) ^ bulk_crc_flip;

@@ -15,7 +15,10 @@
 //
 // The same /metrics show what a mount on an OSS's own host does without any tunable: its
 // cold reads land straight in its buffers (lnet/shared_bulk.h), counted by
-// stria_rpc_bulk_replies_shared_total, and read back intact.
+// stria_rpc_bulk_replies_shared_total, and read back intact; its writes leave their bytes
+// in its shared arena for the OSS to read (stria_rpc_bulk_requests_shared_total). Mount 0
+// is started with STRIA_LNET_SHARED_WRITES=0, so that its writes cross the socket and the
+// checksums tunable has a wire to apply to; mount 1, with the default, checks the writes.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -54,8 +57,16 @@ class TunablesTest : public ::testing::Test {
     // A short lease: the mount keepalives (and so notices -P params) every 500 ms.
     o.mds_args = {"--client-lease-ms", "2000"};
     o.oss_args = {"--metrics-addr", "127.0.0.1:0", "--metrics-port-file", PortFile()};
+    o.num_mounts = 2;  // mount 1: ColdWritesFromThisHostStayInTheMountsArena
+    o.mount = false;
     cluster_ = new Cluster(o);
     Status st = cluster_->Start();
+    // Mount 0 sends its write bulk over the socket, where osc.*.checksums applies: to an
+    // OSS on its host it would leave the bytes in its shared arena (lnet/shared_bulk.h),
+    // where no wire and no wire crc is.
+    setenv("STRIA_LNET_SHARED_WRITES", "0", 1);
+    if (st.ok()) st = cluster_->Mount(0);
+    unsetenv("STRIA_LNET_SHARED_WRITES");
     if (!st.ok()) start_error_ = st.ToString();
   }
   static void TearDownTestSuite() {
@@ -223,6 +234,31 @@ TEST_F(TunablesTest, ColdReadsFromAnOssOnThisHostLandInTheMountsBuffers) {
     EXPECT_EQ(FirstDiff(back, data), -1) << size;
     EXPECT_GT(OssMetric(shared), before) << size;
   }
+}
+
+// A mount on the OSS's host leaves its writes' bytes in its shared arena, where the OSS
+// reads them (lnet/shared_bulk.h): the OSS counts them as shared, none come in the stream,
+// and they read back intact, cold, from a file of whole pages and one of 100,000 bytes.
+TEST_F(TunablesTest, WritesFromThisHostStayInTheMountsArena) {
+  ASSERT_TRUE(cluster_->Mount(1).ok());
+  const std::string shared = "stria_rpc_bulk_requests_shared_total{service=\"ost\"}";
+  const std::string crc = "stria_rpc_bulk_requests_total{checksum=\"crc32c\",service=\"ost\"}";
+  for (size_t size : {size_t{3} << 20, size_t{100'000}}) {
+    const std::string path = cluster_->mount_point(1) + "/arena-write-" + std::to_string(size);
+    const std::vector<uint8_t> data = Pattern(size, size + 3);
+    const uint64_t shared0 = OssMetric(shared), crc0 = OssMetric(crc);
+    ASSERT_EQ(WriteFile(path, data, 1 << 20, /*fsync_it=*/true), 0);
+    EXPECT_GE(OssMetric(shared) - shared0, size > (1 << 20) ? 3u : 1u) << size;
+    EXPECT_EQ(OssMetric(crc), crc0) << size;
+    const int fd = open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+    close(fd);
+    std::vector<uint8_t> back;
+    ASSERT_EQ(ReadFile(Mnt() + "/arena-write-" + std::to_string(size), &back), 0);  // mount 0
+    EXPECT_EQ(FirstDiff(back, data), -1) << size;
+  }
+  EXPECT_TRUE(cluster_->Unmount(1).ok());
 }
 
 // Small reads of an OST this host serves read its object file (client/local_reads.h): the

@@ -29,7 +29,9 @@ Status WriteBehind::Submit(internal::ThreadPool* pool, uint64_t offset,
   STRIA_RETURN_IF_ERROR(Admit(offset, data.size(), max_bytes));
   // The copy goes to a pooled bulk buffer (lnet/buffer.h): a fresh 1 MiB heap block per
   // write cost a page fault per 4 KiB (a third of the copy's time in a checkpoint profile).
-  auto copy = std::make_shared<lnet::Buffer>(data.size());
+  // In the shared arena where there is one: an OSS on this host then reads the bytes from
+  // there (lnet/shared_bulk.h), and none go through a socket.
+  auto copy = std::make_shared<lnet::Buffer>(lnet::Buffer::Shareable(data.size()));
   std::memcpy(copy->data(), data.data(), data.size());
   return Run(pool, offset, std::move(copy), std::move(write));
 }

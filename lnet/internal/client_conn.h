@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -64,8 +65,10 @@ class ClientConn {
 };
 
 // The request's frame header: lengths and crc32c of the body and of the bulk gathered from
-// `bulk_out`.
-FrameHeader RequestHeader(const ExchangeArgs& a);
+// `bulk_out`. With bulk_in_arena the bulk stays in the client's shared arena at the packed
+// descriptor (kFlagRequestBulkShared, lnet/shared_bulk.h): no crc is computed for it.
+FrameHeader RequestHeader(const ExchangeArgs& a,
+                          std::optional<uint64_t> bulk_in_arena = std::nullopt);
 
 // Checks a decoded reply header against the request (reply flag, xid, opcode) and against
 // the caller's reply buffer. OK, or the failure with conn_ok = false.
