@@ -160,7 +160,9 @@ void BufferFree::operator()(uint8_t* p) const {
 Buffer Buffer::Shareable(size_t size) {
   BulkArena* arena = BulkArena::Get();
   size_t capacity = 0;
-  uint8_t* p = (arena != nullptr && size > 0) ? arena->Allocate(size, &capacity) : nullptr;
+  uint8_t* p = (arena != nullptr && size > 0 && arena->RequestBulkTaken())
+                   ? arena->Allocate(size, &capacity)
+                   : nullptr;
   if (p == nullptr) return Buffer(size);
   Buffer b;
   b.data_ = std::unique_ptr<uint8_t, BufferFree>(p, BufferFree{capacity, arena});

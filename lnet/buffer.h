@@ -72,8 +72,9 @@ class Buffer {
   }
 
   // A buffer from the process's shared bulk arena (lnet/shared_bulk.h) when there is one
-  // with room, else from the BufferPool: request bulk that a local server may then read in
-  // place (the mount's write-behind copies).
+  // with room and a server on this host takes request bulk from it, else from the
+  // BufferPool: request bulk that a local server may then read in place (the mount's
+  // write-behind copies).
   static Buffer Shareable(size_t size);
 
   // Whether its block is in the shared arena.

@@ -129,9 +129,11 @@ class TcpConn : public ClientConn {
     // Request bulk in arena memory stays there: the server reads it in place.
     if (const std::optional<InArena> out = SharedRequestBulk(a)) {
       const FrameHeader h = RequestHeader(a, PackSharedBulk(out->offset, out->pages));
-      Attempt r = Send(a, h, /*shared=*/false, /*with_bulk=*/false);
-      // Unanswered, the request may still be read, late: its bytes must stay as they are.
-      if (!r.conn_ok) arena_->Retire(out->data, out->pages);
+      bool sent = false;
+      Attempt r = Send(a, h, /*shared=*/false, /*with_bulk=*/false, &sent);
+      // Sent whole and unanswered, the request may still be read, late: its bytes must
+      // stay as they are. A frame not sent whole is never served.
+      if (sent && !r.conn_ok) arena_->Retire(out->data, out->pages);
       return r;
     }
     FrameHeader h = RequestHeader(a);
@@ -181,8 +183,10 @@ class TcpConn : public ClientConn {
   }
 
   // Sends the request with header h (its bulk too when with_bulk) and reads the reply;
-  // shared: the reply's bulk may come in the arena.
-  Attempt Send(const ExchangeArgs& a, const FrameHeader& h, bool shared, bool with_bulk) {
+  // shared: the reply's bulk may come in the arena. *sent (when given): the whole frame
+  // went out (a server may serve it, whatever came back).
+  Attempt Send(const ExchangeArgs& a, const FrameHeader& h, bool shared, bool with_bulk,
+               bool* sent = nullptr) {
     std::vector<iovec> iov;
     iov.reserve(2 + a.bulk->out.size());
     uint8_t hdr[kFrameHeaderSize];
@@ -205,6 +209,7 @@ class TcpConn : public ClientConn {
       st = SpliceAll(fd_, iov.data() + 2, static_cast<int>(iov.size() - 2), a.deadline);
     }
     if (!st.ok()) return {st, false};
+    if (sent != nullptr) *sent = true;
 
     // A small exchange's reply comes within microseconds: spin for it rather than let
     // this CPU go idle (lnet/busy_poll.h).
@@ -583,6 +588,7 @@ class RpcClient::Impl {
     proto::ShareBulkReply rep;
     const bool request_bulk = rep.ParseFromString(reply) && rep.request_bulk() &&
                               LocalSharedWritesEnabled();
+    if (request_bulk) arena->NoteRequestBulkTaken();
     c.set_shared(arena, request_bulk);
     return Status::Ok();
   }

@@ -38,12 +38,24 @@ bool Aligned(uint64_t v) { return (v & (kPage - 1)) == 0; }
 
 }  // namespace
 
+// Bytes of freed blocks whose pages stay resident, as BufferPool keeps: beyond it a freed
+// block's pages go back to the system (the block stays in its free list, to be faulted in
+// again when handed out).
+constexpr size_t kMaxResidentFreeBytes = size_t{64} << 20;
+
+struct FreeBlock {
+  uint8_t* p;
+  bool resident;  // its pages were not given back
+};
+
 struct BulkArena::State {
   std::mutex mu;
   size_t next = 0;                                      // GUARDED_BY(mu): the bump pointer
-  std::vector<uint8_t*> free[kClasses];                 // GUARDED_BY(mu)
+  std::vector<FreeBlock> free[kClasses];                // GUARDED_BY(mu)
+  size_t resident_free = 0;                             // GUARDED_BY(mu): bytes, see above
   std::vector<std::pair<uint64_t, uint64_t>> detached;  // GUARDED_BY(mu): [offset, end)
   std::atomic<bool> any_detached{false};
+  std::atomic<bool> request_bulk_taken{false};
 };
 
 BulkArena::BulkArena(int fd, uint8_t* base, size_t size)
@@ -83,10 +95,11 @@ uint8_t* BulkArena::Allocate(size_t size, size_t* capacity) {
   if (c >= kClasses) return nullptr;
   const size_t cap = size_t{1} << c;
   std::lock_guard lk(state_->mu);
-  std::vector<uint8_t*>& list = state_->free[c];
+  std::vector<FreeBlock>& list = state_->free[c];
   uint8_t* p = nullptr;
   if (!list.empty()) {
-    p = list.back();
+    p = list.back().p;
+    if (list.back().resident) state_->resident_free -= cap;
     list.pop_back();
   } else if (state_->next + cap <= size_) {
     p = base_ + state_->next;
@@ -110,7 +123,25 @@ void BulkArena::Free(uint8_t* p, size_t capacity) {
       return;
     }
   }
-  state_->free[SizeClass(capacity)].push_back(p);
+  bool resident = state_->resident_free + capacity <= kMaxResidentFreeBytes;
+  if (resident) {
+    state_->resident_free += capacity;
+  } else {
+    // Nothing can read it now (a block is freed only once its exchanges returned; one a
+    // server may still read late was retired above): its pages go back.
+    (void)fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
+                    static_cast<off_t>(capacity));
+    (void)madvise(p, capacity, MADV_DONTNEED);
+  }
+  state_->free[SizeClass(capacity)].push_back({p, resident});
+}
+
+void BulkArena::NoteRequestBulkTaken() {
+  state_->request_bulk_taken.store(true, std::memory_order_relaxed);
+}
+
+bool BulkArena::RequestBulkTaken() const {
+  return state_->request_bulk_taken.load(std::memory_order_relaxed);
 }
 
 std::optional<uint64_t> BulkArena::Offset(const void* p, size_t len) const {
@@ -130,24 +161,33 @@ std::optional<uint64_t> BulkArena::Offset(const void* p, size_t len) const {
 }
 
 void BulkArena::Retire(void* p, size_t len) {
-  std::optional<uint64_t> off = Offset(p, len);
-  if (!off) return;  // not shared, or no longer
-  {
-    std::lock_guard lk(state_->mu);
-    state_->detached.emplace_back(*off, *off + len);
-    state_->any_detached.store(true, std::memory_order_release);
+  auto* b = static_cast<uint8_t*>(p);
+  if (len == 0 || b < base_ || b >= base_ + size_ || len > static_cast<size_t>(base_ + size_ - b)) {
+    return;  // not arena memory: nothing to retire
   }
+  const auto off = static_cast<uint64_t>(b - base_);
+  if (!Aligned(off) || !Aligned(len)) return;
+  // The whole range, even where an earlier retirement of an overlapping one (a mirror's
+  // exchange of the same bytes) already covered part of it; under the lock, so that two
+  // retirements of one range do not interleave.
+  std::lock_guard lk(state_->mu);
+  state_->detached.emplace_back(off, off + len);
+  state_->any_detached.store(true, std::memory_order_release);
   // The caller's view gets private pages holding the same bytes (it may resend them, or
   // reuse the buffer), while the memfd's pages keep them for a server that reads late:
-  // they are not punched out.
-  std::vector<uint8_t> bytes(static_cast<const uint8_t*>(p), static_cast<const uint8_t*>(p) + len);
-  if (mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
-      MAP_FAILED) {
-    LOG_ERROR("shared bulk: cannot retire {} bytes: {}", len, strerror(errno));
-    std::abort();  // the caller could change bytes a late server read takes as the request's
+  // they are not punched out. The copy is made in a mapping of its own and moved over the
+  // range in one step, so that another thread reading the range (sending the same bytes
+  // elsewhere) never sees it empty.
+  void* copy = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy != MAP_FAILED) {
+    std::memcpy(copy, p, len);
+    if (mremap(copy, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, p) != MAP_FAILED) {
+      LOG_DEBUG("shared bulk: retired {} bytes of request bulk at {}", len, off);
+      return;
+    }
   }
-  std::memcpy(p, bytes.data(), len);
-  LOG_DEBUG("shared bulk: retired {} bytes of request bulk at {}", len, *off);
+  LOG_ERROR("shared bulk: cannot retire {} bytes: {}", len, strerror(errno));
+  std::abort();  // the caller could change bytes a late server read takes as the request's
 }
 
 void BulkArena::Detach(void* p, size_t len) {

@@ -67,8 +67,9 @@ class BulkArena {
 
   // A page-aligned block of at least `size` bytes from the arena, or null when it is full
   // (the caller then allocates private memory). Blocks are kept by power-of-two size class
-  // when freed and handed out again, except one that was detached (in part), which is
-  // retired: it could never be shared again.
+  // when freed and handed out again, except one that was detached or retired (in part),
+  // which is never shared again; past 64 MiB of freed blocks their pages go back to the
+  // system.
   uint8_t* Allocate(size_t size, size_t* capacity);
   void Free(uint8_t* p, size_t capacity);
 
@@ -84,6 +85,13 @@ class BulkArena {
   // bytes, and leaves the shared pages as they are, for that server; the blocks it lies in
   // are retired when freed. Their shared pages stay allocated: the price of a failure.
   void Retire(void* p, size_t len);
+
+  // A server took this arena's request bulk in place (ShareBulkReply.request_bulk): from
+  // then on lnet::Buffer::Shareable hands out arena blocks. Before, and in a process that
+  // talks to no such server, request bulk buffers stay private (BufferPool), so that an
+  // o2ib client's registrations of pool memory stay cached and the arena stays small.
+  void NoteRequestBulkTaken();
+  bool RequestBulkTaken() const;
 
   int fd() const { return fd_; }
   size_t size() const { return size_; }

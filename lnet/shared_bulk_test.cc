@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "lnet/buffer.h"
 #include "lnet/lnd.h"
 #include "lnet/rpc_client.h"
 #include "lnet/rpc_server.h"
@@ -299,6 +301,60 @@ TEST_F(SharedBulkTest, AWriteTheClientGaveUpOnIsReadLateAsItWasSent) {
   EXPECT_EQ(seen[0].wrong, 0u);
   EXPECT_FALSE(InServersMapping(seen[0].data));
   EXPECT_EQ(server_->load().bulk_in_shared, 1u);
+}
+
+// Request bulk buffers come from the arena only once a server took request bulk from it:
+// a process that talks to no such server keeps them private (BufferPool).
+TEST_F(SharedBulkTest, ShareableBuffersComeFromTheArenaOnceAServerTakesThem) {
+  EXPECT_FALSE(Buffer::Shareable(1 << 20).shared());
+  RpcClient client(tf::Loopback(server_->port()), Options());
+  std::span<uint8_t> buf = ArenaBuffer(8192);
+  ASSERT_TRUE(Write(client, 6, {buf}).ok());  // connects, shares the arena
+  const Buffer b = Buffer::Shareable(100'000);
+  EXPECT_TRUE(b.shared());
+  EXPECT_TRUE(arena_->Offset(b.data(), 102'400).has_value());
+}
+
+// Two exchanges of the same bytes (a mirrored write: one buffer to each mirror, in chunks
+// of different sizes) both given up on: the second retirement covers its whole range, the
+// part the first one retired too. The caller's view keeps the bytes; the shared pages keep
+// them for late readers, whatever the caller writes next.
+TEST_F(SharedBulkTest, ARetirementCoversItsWholeRangeAfterAnOverlappingOne) {
+  std::span<uint8_t> buf = ArenaBuffer(1 << 20);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = Pattern(3, i);
+  arena_->Retire(buf.data(), 64 << 10);
+  arena_->Retire(buf.data(), buf.size());
+  EXPECT_FALSE(arena_->Offset(buf.data() + (64 << 10), 64 << 10).has_value());
+  EXPECT_FALSE(arena_->Offset(buf.data() + buf.size() - 4096, 4096).has_value());
+  EXPECT_EQ(Wrong(buf, 3), 0u);
+  std::memset(buf.data(), 0x22, buf.size());
+  Result<std::shared_ptr<SharedRegion>> r = SharedRegion::Map(dup(arena_->fd()), arena_->size());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const size_t at = static_cast<size_t>(buf.data() - arena_->base());
+  EXPECT_EQ(Wrong({(*r)->base() + at, buf.size()}, 3), 0u);
+}
+
+// Freed blocks keep their pages up to 64 MiB; beyond it theirs go back to the system.
+TEST_F(SharedBulkTest, FreedBlocksBeyondTheCapGiveTheirPagesBack) {
+  auto resident = [&] {
+    struct stat st;
+    EXPECT_EQ(fstat(arena_->fd(), &st), 0);
+    return static_cast<size_t>(st.st_blocks) * 512;
+  };
+  const size_t before = resident();
+  std::vector<std::pair<uint8_t*, size_t>> blocks;
+  for (int i = 0; i < 96; ++i) {
+    size_t cap = 0;
+    uint8_t* p = arena_->Allocate(1 << 20, &cap);
+    ASSERT_NE(p, nullptr);
+    std::memset(p, 1, cap);
+    blocks.emplace_back(p, cap);
+  }
+  const size_t touched = resident();
+  EXPECT_GE(touched, before + (96u << 20));
+  for (auto [p, cap] : blocks) arena_->Free(p, cap);
+  EXPECT_LE(resident(), touched - (30u << 20));
+  EXPECT_GE(resident(), before + (60u << 20));  // the cap's worth stays
 }
 
 // A server that offers no request bulk in place (STRIA_LNET_SHARED_WRITES=0, or one from
