@@ -241,6 +241,11 @@ TEST_F(TunablesTest, ColdReadsFromAnOssOnThisHostLandInTheMountsBuffers) {
 // and they read back intact, cold, from a file of whole pages and one of 100,000 bytes.
 TEST_F(TunablesTest, WritesFromThisHostStayInTheMountsArena) {
   ASSERT_TRUE(cluster_->Mount(1).ok());
+  // The mount's first write connects it to the OSS, which then offers to take its writes
+  // in place: that one's copy was made before, in private memory.
+  ASSERT_EQ(WriteFile(cluster_->mount_point(1) + "/arena-write-first", Pattern(4096, 1), 4096,
+                      /*fsync_it=*/true),
+            0);
   const std::string shared = "stria_rpc_bulk_requests_shared_total{service=\"ost\"}";
   const std::string crc = "stria_rpc_bulk_requests_total{checksum=\"crc32c\",service=\"ost\"}";
   for (size_t size : {size_t{3} << 20, size_t{100'000}}) {
