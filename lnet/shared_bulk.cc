@@ -38,9 +38,10 @@ bool Aligned(uint64_t v) { return (v & (kPage - 1)) == 0; }
 
 }  // namespace
 
-// Bytes of freed blocks whose pages stay resident, as BufferPool keeps: beyond it a freed
-// block's pages go back to the system (the block stays in its free list, to be faulted in
-// again when handed out).
+// Bytes of freed blocks whose pages stay resident, as BufferPool keeps: beyond it the pages
+// of the blocks freed longest ago go back to the system (the blocks stay in their free
+// lists, to be faulted in again, by the client and by each server's mapping, if ever
+// handed out). Those freed last are the ones handed out next: they keep their pages.
 constexpr size_t kMaxResidentFreeBytes = size_t{64} << 20;
 
 struct FreeBlock {
@@ -123,17 +124,23 @@ void BulkArena::Free(uint8_t* p, size_t capacity) {
       return;
     }
   }
-  bool resident = state_->resident_free + capacity <= kMaxResidentFreeBytes;
-  if (resident) {
-    state_->resident_free += capacity;
-  } else {
-    // Nothing can read it now (a block is freed only once its exchanges returned; one a
-    // server may still read late was retired above): its pages go back.
-    (void)fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(from),
-                    static_cast<off_t>(capacity));
-    (void)madvise(p, capacity, MADV_DONTNEED);
+  state_->free[SizeClass(capacity)].push_back({p, true});
+  state_->resident_free += capacity;
+  // Past the cap, the oldest free blocks give their pages back, the largest sizes first.
+  // Nothing can read them (a block is freed only once its exchanges returned; one a server
+  // may still read late was retired above).
+  for (int c = kClasses - 1; c >= 0 && state_->resident_free > kMaxResidentFreeBytes; --c) {
+    const size_t cap = size_t{1} << c;
+    for (FreeBlock& f : state_->free[c]) {
+      if (state_->resident_free <= kMaxResidentFreeBytes) break;
+      if (!f.resident) continue;
+      (void)fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      static_cast<off_t>(f.p - base_), static_cast<off_t>(cap));
+      (void)madvise(f.p, cap, MADV_DONTNEED);
+      f.resident = false;
+      state_->resident_free -= cap;
+    }
   }
-  state_->free[SizeClass(capacity)].push_back({p, resident});
 }
 
 void BulkArena::NoteRequestBulkTaken() {

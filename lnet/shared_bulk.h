@@ -68,8 +68,8 @@ class BulkArena {
   // A page-aligned block of at least `size` bytes from the arena, or null when it is full
   // (the caller then allocates private memory). Blocks are kept by power-of-two size class
   // when freed and handed out again, except one that was detached or retired (in part),
-  // which is never shared again; past 64 MiB of freed blocks their pages go back to the
-  // system.
+  // which is never shared again; past 64 MiB of freed blocks, the pages of those freed
+  // longest ago go back to the system.
   uint8_t* Allocate(size_t size, size_t* capacity);
   void Free(uint8_t* p, size_t capacity);
 

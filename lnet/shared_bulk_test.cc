@@ -334,7 +334,8 @@ TEST_F(SharedBulkTest, ARetirementCoversItsWholeRangeAfterAnOverlappingOne) {
   EXPECT_EQ(Wrong({(*r)->base() + at, buf.size()}, 3), 0u);
 }
 
-// Freed blocks keep their pages up to 64 MiB; beyond it theirs go back to the system.
+// Freed blocks keep their pages up to 64 MiB; beyond it those of the blocks freed longest
+// ago go back to the system, and the one freed last, handed out next, keeps its own.
 TEST_F(SharedBulkTest, FreedBlocksBeyondTheCapGiveTheirPagesBack) {
   auto resident = [&] {
     struct stat st;
@@ -355,6 +356,13 @@ TEST_F(SharedBulkTest, FreedBlocksBeyondTheCapGiveTheirPagesBack) {
   for (auto [p, cap] : blocks) arena_->Free(p, cap);
   EXPECT_LE(resident(), touched - (30u << 20));
   EXPECT_GE(resident(), before + (60u << 20));  // the cap's worth stays
+  const size_t now = resident();
+  size_t cap = 0;
+  uint8_t* p = arena_->Allocate(1 << 20, &cap);
+  EXPECT_EQ(p, blocks.back().first);
+  std::memset(p, 2, cap);  // no page to fault in
+  EXPECT_EQ(resident(), now);
+  arena_->Free(p, cap);
 }
 
 // A server that offers no request bulk in place (STRIA_LNET_SHARED_WRITES=0, or one from
