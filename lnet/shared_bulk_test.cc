@@ -93,6 +93,13 @@ class SharedBulkTest : public ::testing::Test {
     o.fsname = "testfs";
     return o;
   }
+  // A client that gives up on an exchange after 300 ms, and does not retry it.
+  ClientOptions Impatient() const {
+    ClientOptions o = Options();
+    o.rpc_timeout_ms = 300;
+    o.retry_deadline_ms = 0;
+    return o;
+  }
 
   // Reads buf.size() bytes at `offset` into buf; the call's status.
   static Status Read(RpcClient& client, uint64_t offset, std::span<uint8_t> buf) {
@@ -158,6 +165,23 @@ class SharedBulkTest : public ::testing::Test {
     return {p, size};
   }
 
+  // Sends a request with a shared bulk descriptor on a raw connection (bulk_len: of a
+  // request whose bulk is in the arena) and reads its reply.
+  static Result<tf::Frame> AskRaw(int raw, proto::Opcode op, const proto::OstIoRequest& req,
+                                  uint32_t flags, uint64_t descriptor, uint64_t xid,
+                                  uint64_t bulk_len = 0) {
+    std::string body;
+    req.SerializeToString(&body);
+    FrameHeader h;
+    h.opcode = op;
+    h.xid = xid;
+    h.flags = flags;
+    h.bulk_len = bulk_len;
+    h.last_committed = descriptor;
+    STRIA_RETURN_IF_ERROR(tf::SendFrame(raw, h, body, {}));
+    return tf::RecvFrame(raw);
+  }
+
   // Sends OP_LNET_SHARE_BULK on a raw connection, passing fd (-1: none); the reply's status.
   static Code ShareRaw(int raw, int fd) {
     proto::ShareBulkRequest req;
@@ -209,10 +233,7 @@ TEST_F(SharedBulkTest, OtherBuffersGoOverTheSocket) {
 // then writes the reply's bytes into its mapping; the caller, who reused the buffer, sees
 // none of them: the range was given private pages when the exchange failed.
 TEST_F(SharedBulkTest, AReadTheClientGaveUpOnCannotWriteIntoTheBufferLater) {
-  ClientOptions o = Options();
-  o.rpc_timeout_ms = 300;
-  o.retry_deadline_ms = 0;
-  RpcClient client(tf::Loopback(server_->port()), o);
+  RpcClient client(tf::Loopback(server_->port()), Impatient());
   std::span<uint8_t> buf = ArenaBuffer(1 << 20);
   ASSERT_TRUE(arena_->Offset(buf.data(), buf.size()).has_value());
   Status st = Read(client, kSlowOffset, buf);
@@ -281,10 +302,7 @@ TEST_F(SharedBulkTest, OtherWritesGoOverTheSocketAndOthersGetACopy) {
 // was retired with private pages of the same bytes for the caller. A resend goes over the
 // socket.
 TEST_F(SharedBulkTest, AWriteTheClientGaveUpOnIsReadLateAsItWasSent) {
-  ClientOptions o = Options();
-  o.rpc_timeout_ms = 300;
-  o.retry_deadline_ms = 0;
-  RpcClient client(tf::Loopback(server_->port()), o);
+  RpcClient client(tf::Loopback(server_->port()), Impatient());
   std::span<uint8_t> buf = ArenaBuffer(1 << 20);
   Status st = Write(client, kSlowOffset, {buf});
   ASSERT_EQ(st.code(), Code::kTimeout) << st.ToString();
@@ -388,18 +406,9 @@ TEST_F(SharedBulkTest, WritesOffMeansOverTheSocket) {
 TEST_F(SharedBulkTest, ARequestBulkDescriptorThatIsNotSharedIsAnError) {
   Result<int> raw = tf::ConnectRaw(server_->port());
   ASSERT_TRUE(raw.ok()) << raw.status().ToString();
-  auto write = [&](uint64_t descriptor, uint64_t bulk_len, uint64_t xid) -> Result<tf::Frame> {
-    proto::OstIoRequest req;
-    std::string body;
-    req.SerializeToString(&body);
-    FrameHeader h;
-    h.opcode = proto::OP_OST_WRITE;
-    h.xid = xid;
-    h.flags = kFlagRequestBulkShared;
-    h.bulk_len = bulk_len;
-    h.last_committed = descriptor;
-    STRIA_RETURN_IF_ERROR(tf::SendFrame(*raw, h, body, {}));
-    return tf::RecvFrame(*raw);
+  auto write = [&](uint64_t descriptor, uint64_t bulk_len, uint64_t xid) {
+    return AskRaw(*raw, proto::OP_OST_WRITE, {}, kFlagRequestBulkShared, descriptor, xid,
+                  bulk_len);
   };
   Result<tf::Frame> unshared = write(PackSharedBulk(0, 8192), 8192, 20);
   ASSERT_TRUE(unshared.ok()) << unshared.status().ToString();
@@ -460,19 +469,11 @@ TEST_F(SharedBulkTest, ADescriptorOutsideTheRegionIsAnError) {
   auto* region =
       static_cast<uint8_t*>(mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0));
   ASSERT_NE(region, MAP_FAILED);
-  auto ask = [&](uint64_t descriptor, uint64_t xid) -> Result<tf::Frame> {
+  auto ask = [&](uint64_t descriptor, uint64_t xid) {
     proto::OstIoRequest req;
     req.set_offset(6);
     req.set_length(8192);
-    std::string body;
-    req.SerializeToString(&body);
-    FrameHeader h;
-    h.opcode = proto::OP_OST_READ;
-    h.xid = xid;
-    h.flags = kFlagBulkShared;
-    h.last_committed = descriptor;
-    STRIA_RETURN_IF_ERROR(tf::SendFrame(*raw, h, body, {}));
-    return tf::RecvFrame(*raw);
+    return AskRaw(*raw, proto::OP_OST_READ, req, kFlagBulkShared, descriptor, xid);
   };
   Result<tf::Frame> bad = ask(PackSharedBulk(1 << 20, 8192), 10);
   ASSERT_TRUE(bad.ok()) << bad.status().ToString();
