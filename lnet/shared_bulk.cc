@@ -126,12 +126,15 @@ void BulkArena::Free(uint8_t* p, size_t capacity) {
   }
   state_->free[SizeClass(capacity)].push_back({p, true});
   state_->resident_free += capacity;
-  // Past the cap, the oldest free blocks give their pages back, the largest sizes first.
-  // Nothing can read them (a block is freed only once its exchanges returned; one a server
-  // may still read late was retired above).
+  // Past the cap, the oldest free blocks give their pages back, the largest sizes first;
+  // never the last of a list, which is handed out next. Nothing can read them (a block is
+  // freed only once its exchanges returned; one a server may still read late was retired
+  // above).
   for (int c = kClasses - 1; c >= 0 && state_->resident_free > kMaxResidentFreeBytes; --c) {
     const size_t cap = size_t{1} << c;
-    for (FreeBlock& f : state_->free[c]) {
+    std::vector<FreeBlock>& list = state_->free[c];
+    for (size_t i = 0; i + 1 < list.size(); ++i) {
+      FreeBlock& f = list[i];
       if (state_->resident_free <= kMaxResidentFreeBytes) break;
       if (!f.resident) continue;
       (void)fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
@@ -151,13 +154,20 @@ bool BulkArena::RequestBulkTaken() const {
   return state_->request_bulk_taken.load(std::memory_order_relaxed);
 }
 
-std::optional<uint64_t> BulkArena::Offset(const void* p, size_t len) const {
+std::optional<uint64_t> BulkArena::PagesAt(const void* p, size_t len) const {
   const auto* b = static_cast<const uint8_t*>(p);
   if (len == 0 || b < base_ || b >= base_ + size_ || len > static_cast<size_t>(base_ + size_ - b)) {
     return std::nullopt;
   }
   const uint64_t off = static_cast<uint64_t>(b - base_);
   if (!Aligned(off) || !Aligned(len)) return std::nullopt;
+  return off;
+}
+
+std::optional<uint64_t> BulkArena::Offset(const void* p, size_t len) const {
+  const std::optional<uint64_t> at = PagesAt(p, len);
+  if (!at) return std::nullopt;
+  const uint64_t off = *at;
   if (state_->any_detached.load(std::memory_order_acquire)) {
     std::lock_guard lk(state_->mu);
     for (const auto& [from, to] : state_->detached) {
@@ -168,12 +178,9 @@ std::optional<uint64_t> BulkArena::Offset(const void* p, size_t len) const {
 }
 
 void BulkArena::Retire(void* p, size_t len) {
-  auto* b = static_cast<uint8_t*>(p);
-  if (len == 0 || b < base_ || b >= base_ + size_ || len > static_cast<size_t>(base_ + size_ - b)) {
-    return;  // not arena memory: nothing to retire
-  }
-  const auto off = static_cast<uint64_t>(b - base_);
-  if (!Aligned(off) || !Aligned(len)) return;
+  const std::optional<uint64_t> at = PagesAt(p, len);
+  if (!at) return;  // not arena memory: nothing to retire
+  const uint64_t off = *at;
   // The whole range, even where an earlier retirement of an overlapping one (a mirror's
   // exchange of the same bytes) already covered part of it; under the lock, so that two
   // retirements of one range do not interleave.

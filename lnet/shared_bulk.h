@@ -98,6 +98,9 @@ class BulkArena {
   uint8_t* base() const { return base_; }
 
  private:
+  // The offset of [p, p+len) when it lies in the arena on page boundaries, detached or not.
+  std::optional<uint64_t> PagesAt(const void* p, size_t len) const;
+
   BulkArena(int fd, uint8_t* base, size_t size);
   struct State;
   const int fd_;

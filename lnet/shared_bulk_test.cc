@@ -381,6 +381,18 @@ TEST_F(SharedBulkTest, FreedBlocksBeyondTheCapGiveTheirPagesBack) {
   std::memset(p, 2, cap);  // no page to fault in
   EXPECT_EQ(resident(), now);
   arena_->Free(p, cap);
+  // A larger block freed alone in its size keeps its pages too: older smaller ones give
+  // theirs.
+  size_t big_cap = 0;
+  uint8_t* big = arena_->Allocate(2 << 20, &big_cap);
+  ASSERT_NE(big, nullptr);
+  std::memset(big, 3, big_cap);
+  arena_->Free(big, big_cap);
+  const size_t after_big = resident();
+  EXPECT_EQ(arena_->Allocate(2 << 20, &big_cap), big);
+  std::memset(big, 4, big_cap);
+  EXPECT_EQ(resident(), after_big);
+  arena_->Free(big, big_cap);
 }
 
 // A server that offers no request bulk in place (STRIA_LNET_SHARED_WRITES=0, or one from
