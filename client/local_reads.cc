@@ -26,13 +26,61 @@ using oss::kCrcChunk;
 using oss::kCrcEntryBytes;
 using oss::kGroupDataBytes;
 
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// How a buffered read waits for pages that are not in the page cache yet (LocalReads'
+// header, "Waiting for the disk").
+struct CacheWait {
+  // > 0: poll for them (RWF_NOWAIT) for up to this long before blocking.
+  int64_t poll_ns = 0;
+  // A second range (length 0: none) asked for at the first miss (POSIX_FADV_WILLNEED), so
+  // that its disk read runs alongside this one rather than after it.
+  int also_fd = -1;
+  off_t also_pos = 0;
+  size_t also_len = 0;
+  // Out: whether some of the pages were not in the page cache, and whether the read then
+  // slept for them (the poll ran out, or there was none).
+  bool missed = false;
+  bool slept = false;
+};
+
 // Reads exactly the iovecs' bytes at `pos`, retrying short reads; how many it got (fewer only
-// at the end of the file), or -1.
-ssize_t PreadvFull(int fd, iovec* iov, int n, off_t pos) {
+// at the end of the file), or -1. With `wait`, the read is first tried without blocking
+// (RWF_NOWAIT: one system call when the pages are cached); at a miss the rest of it and
+// wait->also_* are asked for, then polled for up to wait->poll_ns, then waited for.
+ssize_t PreadvFull(int fd, iovec* iov, int n, off_t pos, CacheWait* wait = nullptr) {
   size_t total = 0;
+  bool nowait = wait != nullptr;
+  int64_t deadline = -1;  // set at the first miss
   while (n > 0) {
-    const ssize_t r = preadv(fd, iov, n, pos);
+    const ssize_t r = preadv2(fd, iov, n, pos, nowait ? RWF_NOWAIT : 0);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && nowait && (errno == EAGAIN || errno == EOPNOTSUPP)) {
+      if (errno == EOPNOTSUPP) {  // a file system without RWF_NOWAIT: blocking reads
+        nowait = false;
+        continue;
+      }
+      if (deadline < 0) {
+        size_t left = 0;
+        for (int i = 0; i < n; ++i) left += iov[i].iov_len;
+        posix_fadvise(fd, pos, static_cast<off_t>(left), POSIX_FADV_WILLNEED);
+        if (wait->also_len > 0) {
+          posix_fadvise(wait->also_fd, wait->also_pos, static_cast<off_t>(wait->also_len),
+                        POSIX_FADV_WILLNEED);
+        }
+        deadline = NowNs() + wait->poll_ns;
+        wait->missed = true;
+      }
+      if (wait->poll_ns <= 0 || NowNs() >= deadline) {
+        nowait = false;
+        wait->slept = true;
+      }
+      continue;
+    }
     if (r < 0) return -1;
     if (r == 0) break;
     total += static_cast<size_t>(r);
@@ -246,6 +294,13 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
       (tunables_ != nullptr && tunables_->Get("local_reads") == 0)) {
     return false;
   }
+  // The local reads under way, this one included.
+  struct Active {
+    std::atomic<int>* n;
+    explicit Active(std::atomic<int>* c) : n(c) { n->fetch_add(1, std::memory_order_relaxed); }
+    ~Active() { n->fetch_sub(1, std::memory_order_relaxed); }
+    bool alone() const { return n->load(std::memory_order_relaxed) == 1; }
+  } active(&active_);
   const bool small =
       len <= kMaxLocalReadBytes && offset / kGroupDataBytes == (offset + len - 1) / kGroupDataBytes;
   const bool direct = !small && len <= kMaxLocalDirectBytes && len % kCrcChunk == 0 &&
@@ -364,6 +419,13 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     }
   }
   thread_local std::array<uint32_t, kCrcBlockBytes / kCrcEntryBytes> crcs;
+  // A miss in the page cache is polled for while this is the only local read under way: the
+  // CPU would otherwise go idle, and waking it costs more than the poll (header).
+  CacheWait wait;
+  if (!direct && active.alone()) {
+    wait.poll_ns = (tunables_ != nullptr ? tunables_->Get("local_read_poll_us")
+                                         : kDefaultLocalReadPollUs) * 1000;
+  }
   const uint64_t end = offset + want;
   for (uint64_t pos = offset; pos < end;) {  // one 4 MiB group of the object at a time
     const uint64_t seg_end = std::min(end, (pos / kGroupDataBytes + 1) * kGroupDataBytes);
@@ -375,7 +437,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     if (!direct && pos % kGroupDataBytes == 0) {
       // From a group's start: its checksum block and its bytes are adjacent, one read.
       iovec iov[2] = {{crcs.data(), kCrcBlockBytes}, {dst, seg}};
-      n = PreadvFull(fd, iov, 2, static_cast<off_t>(oss::InlineCrcPos(first)));
+      n = PreadvFull(fd, iov, 2, static_cast<off_t>(oss::InlineCrcPos(first)), &wait);
       n = n >= static_cast<ssize_t>(kCrcBlockBytes) ? n - static_cast<ssize_t>(kCrcBlockBytes) : -1;
     } else {
       iovec c = {crcs.data(), chunks * kCrcEntryBytes};
@@ -393,10 +455,18 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
           n = -1;
         }
       } else {
-        n = PreadvFull(fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first))) ==
+        // The checksums first, usually cached. When they are not, the bytes are asked for
+        // at the same time: one disk wait, not two in a row.
+        CacheWait crc_wait = wait;
+        crc_wait.also_fd = data_fd;
+        crc_wait.also_pos = static_cast<off_t>(oss::InlineDataPos(pos));
+        crc_wait.also_len = seg;
+        n = PreadvFull(fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first)), &crc_wait) ==
                     static_cast<ssize_t>(chunks * kCrcEntryBytes)
-                ? PreadvFull(data_fd, &d, 1, static_cast<off_t>(oss::InlineDataPos(pos)))
+                ? PreadvFull(data_fd, &d, 1, static_cast<off_t>(oss::InlineDataPos(pos)), &wait)
                 : -1;
+        wait.missed |= crc_wait.missed;
+        wait.slept |= crc_wait.slept;
       }
       if (n > static_cast<ssize_t>(seg)) n = static_cast<ssize_t>(seg);
     }
@@ -421,6 +491,10 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   KeepObject(key, std::move(file));
   *got = want;
   reads_.fetch_add(1, std::memory_order_relaxed);
+  if (wait.missed) {
+    cache_misses_.fetch_add(1, std::memory_order_relaxed);
+    if (!wait.slept) polled_.fetch_add(1, std::memory_order_relaxed);
+  }
   return true;
 }
 

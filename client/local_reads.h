@@ -41,6 +41,19 @@
 // of the OST that the client maps (oss/object_format.h, DestroyCounters): while no destroy
 // has started on the OST since the path was last checked, the check is skipped.
 //
+//
+// Waiting for the disk: a read through the page cache is first tried without blocking
+// (RWF_NOWAIT), which is one system call when its pages are cached. At a miss, its pages
+// are asked for (POSIX_FADV_WILLNEED), and so are the bytes when it was the checksums that
+// missed, so the two disk reads overlap rather than follow each other. Then, while it is
+// the only local read under way, the read polls for its pages for up to
+// osc.*.local_read_poll_us (200 us by default) before it sleeps. Why: a mount's FUSE ring
+// threads are pinned to the CPU of the queue they serve (client/fuse/fuse_ring.h), and the
+// disk's completion interrupt often lands on the other one. Waking a halted vCPU across
+// that gap cost a 4 KiB random read 30-40 us on top of the disk's 65 (docs/performance.md,
+// "A lone read polls for the disk"). A read that does not wait alone sleeps at once, so a
+// busy host's CPU goes to the other reads; O_DIRECT reads (large ones) never poll.
+//
 // Switches: `lctl set_param osc.*.local_reads=0` on a client (its ClientTunables), or
 // STRIA_LOCAL_READS=0 (lnet::LndConfig::local_reads) in a client's or an OSS's environment.
 // Thread-safety: thread-safe; per-OST state behind one mutex, taken briefly per read.
@@ -71,6 +84,9 @@ class ClientTunables;
 // The largest read through the page cache, and (page-aligned, in whole pages) by O_DIRECT.
 inline constexpr size_t kMaxLocalReadBytes = 256 * 1024;
 inline constexpr size_t kMaxLocalDirectBytes = 8 << 20;
+// How long a small read alone polls for its pages before it sleeps, by default
+// (osc.*.local_read_poll_us).
+inline constexpr int64_t kDefaultLocalReadPollUs = 200;
 // Object files kept open for reads, per Client.
 inline constexpr size_t kMaxOpenObjects = 64;
 
@@ -98,6 +114,10 @@ class LocalReads {
   // (a missing object, a checksum that did not match, an error).
   uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
   uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
+  // Reads served here that found some of their pages outside the page cache, and of those
+  // the ones whose pages came while they polled (Waiting for the disk, above).
+  uint64_t cache_misses() const { return cache_misses_.load(std::memory_order_relaxed); }
+  uint64_t polled() const { return polled_.load(std::memory_order_relaxed); }
   // Checks that a kept object's path still names its file (a system call each): after every
   // read where its OSS does not count destroys, else only after a destroy on its OST.
   uint64_t path_checks() const { return path_checks_.load(std::memory_order_relaxed); }
@@ -175,6 +195,8 @@ class LocalReads {
   // may hold one after its OST moved).
   std::vector<const oss::DestroyCounters*> mapped_;
   std::atomic<uint64_t> reads_{0}, fallbacks_{0}, path_checks_{0};
+  std::atomic<uint64_t> cache_misses_{0}, polled_{0};
+  std::atomic<int> active_{0};  // TryRead calls under way
 };
 
 }  // namespace stria::client

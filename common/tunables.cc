@@ -11,6 +11,8 @@ constexpr TunableSpec kTunables[] = {
     {"osc", "checksums", 0, 1, 1, "0 or 1"},
     // Stria's own: small reads of an OST served from this host read its files (local_reads.h).
     {"osc", "local_reads", 0, 1, 1, "0 or 1"},
+    // Stria's own: how long a local read alone polls for the disk before it sleeps.
+    {"osc", "local_read_poll_us", 0, 10000, 200, "microseconds"},
     {"llite", "max_read_ahead_mb", 0, 1024, 8, "MiB"},
 };
 

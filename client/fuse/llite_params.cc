@@ -45,7 +45,8 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
   };
   const LocalReads* lr = &client_->local_reads();
   out[llite + ".local_reads"] = [lr] {
-    return fmt::format("reads: {}\nfallbacks: {}\n", lr->reads(), lr->fallbacks());
+    return fmt::format("reads: {}\nfallbacks: {}\ncache_misses: {}\npolled: {}\n", lr->reads(),
+                       lr->fallbacks(), lr->cache_misses(), lr->polled());
   };
   out[llite + ".close_batches"] = [this] {
     const CloseBatcher::Counters c = closes_.counters();
@@ -95,7 +96,8 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
     OscStats* s = stats;
     out[osc + ".rpc_stats"] = [s] { return s->Format(); };
     if (clears) (*clears)[osc + ".rpc_stats"] = [s] { s->Clear(); };
-    for (const char* n : {"max_rpcs_in_flight", "max_dirty_mb", "checksums", "local_reads"}) {
+    for (const char* n : {"max_rpcs_in_flight", "max_dirty_mb", "checksums", "local_reads",
+                          "local_read_poll_us"}) {
       out[osc + "." + n] = [t, n] { return std::to_string(t->Get(n)); };
     }
   }
