@@ -32,50 +32,57 @@ int64_t NowNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
 }
 
-// How a buffered read waits for pages that are not in the page cache yet (LocalReads'
-// header, "Waiting for the disk").
+// How the buffered reads of one TryRead wait for pages not yet in the page cache
+// (LocalReads' header, "Waiting for the disk"). Its reads share one poll.
 struct CacheWait {
-  // > 0: poll for them (RWF_NOWAIT) for up to this long before blocking.
+  // > 0: poll for them (RWF_NOWAIT) for up to this long in all before sleeping.
   int64_t poll_ns = 0;
-  // A second range (length 0: none) asked for at the first miss (POSIX_FADV_WILLNEED), so
-  // that its disk read runs alongside this one rather than after it.
+  // A second range (length 0: none), asked for (POSIX_FADV_WILLNEED) at the next read's
+  // first miss, so that its disk read runs alongside that one rather than after it.
   int also_fd = -1;
   off_t also_pos = 0;
   size_t also_len = 0;
-  // Out: whether some of the pages were not in the page cache, and whether the read then
-  // slept for them (the poll ran out, or there was none).
+  // Set once the file system has refused RWF_NOWAIT (then every read blocks); may be null.
+  std::atomic<bool>* no_nowait = nullptr;
+  // Out: whether some pages were missing (the first miss starts the poll, until
+  // `deadline`), and whether a read then slept for them.
   bool missed = false;
   bool slept = false;
+  int64_t deadline = 0;
 };
 
 // Reads exactly the iovecs' bytes at `pos`, retrying short reads; how many it got (fewer only
 // at the end of the file), or -1. With `wait`, the read is first tried without blocking
 // (RWF_NOWAIT: one system call when the pages are cached); at a miss the rest of it and
-// wait->also_* are asked for, then polled for up to wait->poll_ns, then waited for.
+// wait->also_* are asked for, then polled for until the wait's deadline, then slept for.
 ssize_t PreadvFull(int fd, iovec* iov, int n, off_t pos, CacheWait* wait = nullptr) {
   size_t total = 0;
-  bool nowait = wait != nullptr;
-  int64_t deadline = -1;  // set at the first miss
+  bool nowait = wait != nullptr && !wait->slept &&
+                (wait->no_nowait == nullptr || !wait->no_nowait->load(std::memory_order_relaxed));
+  bool asked = false;  // this read's pages (and wait->also_*) asked for
   while (n > 0) {
     const ssize_t r = preadv2(fd, iov, n, pos, nowait ? RWF_NOWAIT : 0);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && nowait && (errno == EAGAIN || errno == EOPNOTSUPP)) {
-      if (errno == EOPNOTSUPP) {  // a file system without RWF_NOWAIT: blocking reads
-        nowait = false;
-        continue;
-      }
-      if (deadline < 0) {
+    if (r < 0 && nowait && errno == EOPNOTSUPP) {  // the file system has no RWF_NOWAIT
+      if (wait->no_nowait != nullptr) wait->no_nowait->store(true, std::memory_order_relaxed);
+      nowait = false;
+      continue;
+    }
+    if (r < 0 && nowait && errno == EAGAIN) {
+      if (!asked) {
+        asked = true;
         size_t left = 0;
         for (int i = 0; i < n; ++i) left += iov[i].iov_len;
         posix_fadvise(fd, pos, static_cast<off_t>(left), POSIX_FADV_WILLNEED);
         if (wait->also_len > 0) {
           posix_fadvise(wait->also_fd, wait->also_pos, static_cast<off_t>(wait->also_len),
                         POSIX_FADV_WILLNEED);
+          wait->also_len = 0;
         }
-        deadline = NowNs() + wait->poll_ns;
+        if (!wait->missed) wait->deadline = NowNs() + wait->poll_ns;
         wait->missed = true;
       }
-      if (wait->poll_ns <= 0 || NowNs() >= deadline) {
+      if (wait->poll_ns <= 0 || NowNs() >= wait->deadline) {
         nowait = false;
         wait->slept = true;
       }
@@ -419,13 +426,15 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     }
   }
   thread_local std::array<uint32_t, kCrcBlockBytes / kCrcEntryBytes> crcs;
-  // A miss in the page cache is polled for while this is the only local read under way: the
-  // CPU would otherwise go idle, and waking it costs more than the poll (header).
+  // A read that misses the page cache polls for its pages while it is the only local read of
+  // this client under way (header): two that poll at once would take the CPU from each other.
   CacheWait wait;
+  wait.no_nowait = &file->no_nowait;
   if (!direct && active.alone()) {
     wait.poll_ns = (tunables_ != nullptr ? tunables_->Get("local_read_poll_us")
                                          : kDefaultLocalReadPollUs) * 1000;
   }
+  CacheWait* const poll = wait.poll_ns > 0 ? &wait : nullptr;  // the reads that only poll
   const uint64_t end = offset + want;
   for (uint64_t pos = offset; pos < end;) {  // one 4 MiB group of the object at a time
     const uint64_t seg_end = std::min(end, (pos / kGroupDataBytes + 1) * kGroupDataBytes);
@@ -437,7 +446,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     if (!direct && pos % kGroupDataBytes == 0) {
       // From a group's start: its checksum block and its bytes are adjacent, one read.
       iovec iov[2] = {{crcs.data(), kCrcBlockBytes}, {dst, seg}};
-      n = PreadvFull(fd, iov, 2, static_cast<off_t>(oss::InlineCrcPos(first)), &wait);
+      n = PreadvFull(fd, iov, 2, static_cast<off_t>(oss::InlineCrcPos(first)), poll);
       n = n >= static_cast<ssize_t>(kCrcBlockBytes) ? n - static_cast<ssize_t>(kCrcBlockBytes) : -1;
     } else {
       iovec c = {crcs.data(), chunks * kCrcEntryBytes};
@@ -457,16 +466,14 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
       } else {
         // The checksums first, usually cached. When they are not, the bytes are asked for
         // at the same time: one disk wait, not two in a row.
-        CacheWait crc_wait = wait;
-        crc_wait.also_fd = data_fd;
-        crc_wait.also_pos = static_cast<off_t>(oss::InlineDataPos(pos));
-        crc_wait.also_len = seg;
-        n = PreadvFull(fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first)), &crc_wait) ==
+        wait.also_fd = data_fd;
+        wait.also_pos = static_cast<off_t>(oss::InlineDataPos(pos));
+        wait.also_len = seg;
+        n = PreadvFull(fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first)), &wait) ==
                     static_cast<ssize_t>(chunks * kCrcEntryBytes)
-                ? PreadvFull(data_fd, &d, 1, static_cast<off_t>(oss::InlineDataPos(pos)), &wait)
+                ? PreadvFull(data_fd, &d, 1, static_cast<off_t>(oss::InlineDataPos(pos)), poll)
                 : -1;
-        wait.missed |= crc_wait.missed;
-        wait.slept |= crc_wait.slept;
+        wait.also_len = 0;
       }
       if (n > static_cast<ssize_t>(seg)) n = static_cast<ssize_t>(seg);
     }
@@ -491,8 +498,8 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   KeepObject(key, std::move(file));
   *got = want;
   reads_.fetch_add(1, std::memory_order_relaxed);
-  if (wait.missed) {
-    cache_misses_.fetch_add(1, std::memory_order_relaxed);
+  if (wait.missed && wait.poll_ns > 0) {
+    polls_.fetch_add(1, std::memory_order_relaxed);
     if (!wait.slept) polled_.fetch_add(1, std::memory_order_relaxed);
   }
   return true;

@@ -41,13 +41,12 @@
 // of the OST that the client maps (oss/object_format.h, DestroyCounters): while no destroy
 // has started on the OST since the path was last checked, the check is skipped.
 //
-//
-// Waiting for the disk: a read through the page cache is first tried without blocking
-// (RWF_NOWAIT), which is one system call when its pages are cached. At a miss, its pages
-// are asked for (POSIX_FADV_WILLNEED), and so are the bytes when it was the checksums that
-// missed, so the two disk reads overlap rather than follow each other. Then, while it is
-// the only local read under way, the read polls for its pages for up to
-// osc.*.local_read_poll_us (200 us by default) before it sleeps. Why: a mount's FUSE ring
+// Waiting for the disk: a read through the page cache that lies inside a group reads its
+// checksums first, without blocking (RWF_NOWAIT: one system call when they are cached). When
+// they miss, its bytes are asked for too (POSIX_FADV_WILLNEED), so that the two disk reads
+// overlap rather than follow each other. While it is the only local read of this client
+// under way, a read tries its bytes the same way too, and at a miss polls for its pages, for
+// up to osc.*.local_read_poll_us (200 us by default) in all, before it sleeps. Why: a mount's FUSE ring
 // threads are pinned to the CPU of the queue they serve (client/fuse/fuse_ring.h), and the
 // disk's completion interrupt often lands on the other one. Waking a halted vCPU across
 // that gap cost a 4 KiB random read 30-40 us on top of the disk's 65 (docs/performance.md,
@@ -114,9 +113,9 @@ class LocalReads {
   // (a missing object, a checksum that did not match, an error).
   uint64_t reads() const { return reads_.load(std::memory_order_relaxed); }
   uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
-  // Reads served here that found some of their pages outside the page cache, and of those
-  // the ones whose pages came while they polled (Waiting for the disk, above).
-  uint64_t cache_misses() const { return cache_misses_.load(std::memory_order_relaxed); }
+  // Reads served here that polled for pages missing from the page cache, and of those the
+  // ones whose pages came while they polled (Waiting for the disk, above).
+  uint64_t polls() const { return polls_.load(std::memory_order_relaxed); }
   uint64_t polled() const { return polled_.load(std::memory_order_relaxed); }
   // Checks that a kept object's path still names its file (a system call each): after every
   // read where its OSS does not count destroys, else only after a destroy on its OST.
@@ -163,6 +162,8 @@ class LocalReads {
     // The same file opened O_DIRECT, for the reads that bypass the page cache; -1 until the
     // first such read opens it (and checks it is this file).
     mutable std::atomic<int> direct_fd{-1};
+    // Set once its file system refused a read with RWF_NOWAIT: its reads block from then on.
+    mutable std::atomic<bool> no_nowait{false};
     // The OST's destroy counters when it was opened, and the count of destroys started when
     // its path last named it with none in progress (kUnchecked: not so checked). While the
     // count stays there, no check of the path is needed (oss/object_format.h).
@@ -195,7 +196,7 @@ class LocalReads {
   // may hold one after its OST moved).
   std::vector<const oss::DestroyCounters*> mapped_;
   std::atomic<uint64_t> reads_{0}, fallbacks_{0}, path_checks_{0};
-  std::atomic<uint64_t> cache_misses_{0}, polled_{0};
+  std::atomic<uint64_t> polls_{0}, polled_{0};
   std::atomic<int> active_{0};  // TryRead calls under way
 };
 

@@ -45,8 +45,8 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
   };
   const LocalReads* lr = &client_->local_reads();
   out[llite + ".local_reads"] = [lr] {
-    return fmt::format("reads: {}\nfallbacks: {}\ncache_misses: {}\npolled: {}\n", lr->reads(),
-                       lr->fallbacks(), lr->cache_misses(), lr->polled());
+    return fmt::format("reads: {}\nfallbacks: {}\npolls: {}\npolled: {}\n", lr->reads(),
+                       lr->fallbacks(), lr->polls(), lr->polled());
   };
   out[llite + ".close_batches"] = [this] {
     const CloseBatcher::Counters c = closes_.counters();
