@@ -1,6 +1,7 @@
 #include "client/local_reads.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -85,6 +86,8 @@ ssize_t PreadvFull(int fd, iovec* iov, int n, off_t pos, CacheWait* wait = nullp
       if (wait->poll_ns <= 0 || NowNs() >= wait->deadline) {
         nowait = false;
         wait->slept = true;
+      } else {
+        sched_yield();  // the poll takes only a CPU that nothing else wants
       }
       continue;
     }
@@ -301,13 +304,6 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
       (tunables_ != nullptr && tunables_->Get("local_reads") == 0)) {
     return false;
   }
-  // The local reads under way, this one included.
-  struct Active {
-    std::atomic<int>* n;
-    explicit Active(std::atomic<int>* c) : n(c) { n->fetch_add(1, std::memory_order_relaxed); }
-    ~Active() { n->fetch_sub(1, std::memory_order_relaxed); }
-    bool alone() const { return n->load(std::memory_order_relaxed) == 1; }
-  } active(&active_);
   const bool small =
       len <= kMaxLocalReadBytes && offset / kGroupDataBytes == (offset + len - 1) / kGroupDataBytes;
   const bool direct = !small && len <= kMaxLocalDirectBytes && len % kCrcChunk == 0 &&
@@ -426,11 +422,11 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     }
   }
   thread_local std::array<uint32_t, kCrcBlockBytes / kCrcEntryBytes> crcs;
-  // A read that misses the page cache polls for its pages while it is the only local read of
-  // this client under way (header): two that poll at once would take the CPU from each other.
+  // A read that misses the page cache polls for its pages, giving way to any other work
+  // (header). O_DIRECT reads are large: they sleep.
   CacheWait wait;
   wait.no_nowait = &file->no_nowait;
-  if (!direct && active.alone()) {
+  if (!direct) {
     wait.poll_ns = (tunables_ != nullptr ? tunables_->Get("local_read_poll_us")
                                          : kDefaultLocalReadPollUs) * 1000;
   }

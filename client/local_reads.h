@@ -41,17 +41,17 @@
 // of the OST that the client maps (oss/object_format.h, DestroyCounters): while no destroy
 // has started on the OST since the path was last checked, the check is skipped.
 //
-// Waiting for the disk: a read through the page cache that lies inside a group reads its
-// checksums first, without blocking (RWF_NOWAIT: one system call when they are cached). When
-// they miss, its bytes are asked for too (POSIX_FADV_WILLNEED), so that the two disk reads
-// overlap rather than follow each other. While it is the only local read of this client
-// under way, a read tries its bytes the same way too, and at a miss polls for its pages, for
-// up to osc.*.local_read_poll_us (200 us by default) in all, before it sleeps. Why: a mount's FUSE ring
-// threads are pinned to the CPU of the queue they serve (client/fuse/fuse_ring.h), and the
-// disk's completion interrupt often lands on the other one. Waking a halted vCPU across
-// that gap cost a 4 KiB random read 30-40 us on top of the disk's 65 (docs/performance.md,
-// "A lone read polls for the disk"). A read that does not wait alone sleeps at once, so a
-// busy host's CPU goes to the other reads; O_DIRECT reads (large ones) never poll.
+// Waiting for the disk: a read through the page cache is first tried without blocking
+// (RWF_NOWAIT: one system call when its pages are cached). At a miss its pages are asked
+// for (POSIX_FADV_WILLNEED), and when it was the checksums that missed, the bytes too, so
+// the two disk reads overlap rather than follow each other. The read then polls for them,
+// calling sched_yield between tries so that any other runnable thread on its CPU goes
+// first, for up to osc.*.local_read_poll_us (200 us by default) before it sleeps.
+// Why: a mount's FUSE ring threads are pinned to the CPU of the queue they serve
+// (client/fuse/fuse_ring.h), and the disk's completion interrupt often lands on another.
+// On a VM, waking a halted vCPU from there cost a 4 KiB random read 30-40 us on top of the
+// disk's 65 (docs/performance.md, "A cold read polls for its pages"). The poll uses only CPU
+// time that nothing else wanted. O_DIRECT reads (the large ones) never poll.
 //
 // Switches: `lctl set_param osc.*.local_reads=0` on a client (its ClientTunables), or
 // STRIA_LOCAL_READS=0 (lnet::LndConfig::local_reads) in a client's or an OSS's environment.
@@ -83,7 +83,7 @@ class ClientTunables;
 // The largest read through the page cache, and (page-aligned, in whole pages) by O_DIRECT.
 inline constexpr size_t kMaxLocalReadBytes = 256 * 1024;
 inline constexpr size_t kMaxLocalDirectBytes = 8 << 20;
-// How long a small read alone polls for its pages before it sleeps, by default
+// How long a small read polls for its pages before it sleeps, by default
 // (osc.*.local_read_poll_us).
 inline constexpr int64_t kDefaultLocalReadPollUs = 200;
 // Object files kept open for reads, per Client.
@@ -197,7 +197,6 @@ class LocalReads {
   std::vector<const oss::DestroyCounters*> mapped_;
   std::atomic<uint64_t> reads_{0}, fallbacks_{0}, path_checks_{0};
   std::atomic<uint64_t> polls_{0}, polled_{0};
-  std::atomic<int> active_{0};  // TryRead calls under way
 };
 
 }  // namespace stria::client

@@ -267,10 +267,9 @@ long Evict(const std::string& path) {
   return resident;
 }
 
-// A read alone whose pages are not in the page cache polls for them
-// (osc.*.local_read_poll_us) instead of sleeping; at 0 it does not poll; a cached read does
-// not either. Every one of them returns the object's bytes.
-TEST_F(LocalReadsTest, AReadAloneThatMissesThePageCachePollsForItsPages) {
+// A read whose pages are not in the page cache polls for them (osc.*.local_read_poll_us)
+// instead of sleeping; at 0 it does not poll; a cached read does not either. Every one of them returns the object's bytes.
+TEST_F(LocalReadsTest, AReadThatMissesThePageCachePollsForItsPages) {
   Start(/*local=*/true);
   ClientTunables tunables;
   local_ = std::make_unique<LocalReads>(transport_.get(), &tunables);
@@ -309,7 +308,7 @@ TEST_F(LocalReadsTest, AReadAloneThatMissesThePageCachePollsForItsPages) {
     EXPECT_EQ(local_->polls(), polls + 1);
     polled = local_->polled() == hits + 1;
   }
-  EXPECT_TRUE(polled) << "three reads alone slept for their pages";
+  EXPECT_TRUE(polled) << "three reads slept for their pages";
 
   // A group's start (its block and bytes in one read): the same.
   if (!evicted()) GTEST_SKIP() << "this file system keeps the object's pages (tmpfs?)";
