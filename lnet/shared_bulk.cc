@@ -25,6 +25,7 @@ namespace stria::lnet {
 namespace {
 
 constexpr size_t kPage = 4096;
+constexpr size_t kHugePage = size_t{2} << 20;  // a PMD huge page (x86-64, arm64 4K)
 constexpr int kPageShift = 12;
 constexpr int kMinClass = 12;  // 4 KiB
 constexpr int kClasses = 64;
@@ -79,7 +80,17 @@ BulkArena* BulkArena::Create() {
       if (fd >= 0) close(fd);
       return nullptr;
     }
-    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    // Mapped at a huge page boundary, so that a block on one (PreferHugePages) can be a
+    // huge page: the address space is reserved with room to align, then the memfd placed.
+    void* p = mmap(nullptr, size + kHugePage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+      const uintptr_t start = reinterpret_cast<uintptr_t>(p);
+      const uintptr_t aligned = (start + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
+      if (aligned > start) munmap(p, aligned - start);
+      munmap(reinterpret_cast<void*>(aligned + size), start + kHugePage - aligned);
+      p = mmap(reinterpret_cast<void*>(aligned), size, PROT_READ | PROT_WRITE,
+               MAP_SHARED | MAP_FIXED, fd, 0);
+    }
     if (p == MAP_FAILED) {
       LOG_WARN("shared bulk off: mmap: {}", strerror(errno));
       close(fd);
@@ -102,11 +113,14 @@ uint8_t* BulkArena::Allocate(size_t size, size_t* capacity) {
     p = list.back().p;
     if (list.back().resident) state_->resident_free -= cap;
     list.pop_back();
-  } else if (state_->next + cap <= size_) {
-    p = base_ + state_->next;
-    state_->next += cap;
   } else {
-    return nullptr;
+    // A block of a huge page or more starts on a huge page boundary (PreferHugePages); the
+    // address space skipped costs no memory.
+    const size_t align = cap >= kHugePage ? kHugePage : kPage;
+    const size_t at = (state_->next + align - 1) & ~(align - 1);
+    if (at + cap > size_) return nullptr;
+    p = base_ + at;
+    state_->next = at + cap;
   }
   *capacity = cap;
   return p;
@@ -232,6 +246,30 @@ BulkBlock::BulkBlock(size_t size) : size_(size) {
     p_ = BufferPool::Allocate(size, &cap_);
   }
 }
+
+size_t PreferHugePages(void* p, size_t len) {
+#ifndef MADV_COLLAPSE
+  constexpr int MADV_COLLAPSE = 25;  // Linux 6.1
+#endif
+#ifndef MADV_POPULATE_WRITE
+  constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14
+#endif
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p);
+  uintptr_t at = (start + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
+  size_t made = 0;
+  for (; at + kHugePage <= start + len; at += kHugePage) {
+    // A range with pages missing is refused (EINVAL): they are faulted in first, as they
+    // are (zeros where nothing was written).
+    void* range = reinterpret_cast<void*>(at);
+    if (madvise(range, kHugePage, MADV_POPULATE_WRITE) == 0 &&
+        madvise(range, kHugePage, MADV_COLLAPSE) == 0) {
+      made += kHugePage;
+    }
+  }
+  return made;
+}
+
+size_t BulkBlock::PreferHugePages() { return lnet::PreferHugePages(p_, cap_); }
 
 BulkBlock& BulkBlock::operator=(BulkBlock&& o) noexcept {
   if (this != &o) {

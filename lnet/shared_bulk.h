@@ -113,6 +113,15 @@ class BulkArena {
 // there is one with room, else from the BufferPool (then private, and bulk comes over the
 // socket). For buffers a client receives into for as long as it likes: FUSE READ replies,
 // FUSE ring entries. Movable, not copyable.
+// Backs the huge-page-aligned 2 MiB ranges inside [p, p+len) with huge pages, keeping their
+// bytes (MADV_COLLAPSE, Linux 6.1; also for memfd pages where shmem huge pages are off, as
+// Debian has them); the bytes so backed, 0 where the kernel cannot. Why: a buffer that
+// O_DIRECT reads land in is then physically contiguous, and a 1 MiB read goes to the disk
+// as one request. In 4 KiB pages scattered over memory it takes a segment per page, past
+// the 254 a virtio disk takes per request, so it went as two, and the disk read such
+// buffers 40% slower (docs/performance.md, "Ring entries in huge pages").
+size_t PreferHugePages(void* p, size_t len);
+
 class BulkBlock {
  public:
   BulkBlock() = default;
@@ -126,6 +135,9 @@ class BulkBlock {
   uint8_t* data() const { return p_; }
   size_t size() const { return size_; }
   bool shared() const { return arena_ != nullptr; }
+  // Backs the block's huge-page-aligned parts with huge pages (lnet::PreferHugePages); the
+  // bytes so backed.
+  size_t PreferHugePages();
 
  private:
   void Release();

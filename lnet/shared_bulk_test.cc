@@ -11,7 +11,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -554,6 +556,58 @@ TEST(BulkBlockTest, BeyondTheArenaABlockIsPrivate) {
   BulkBlock huge(arena->size() + 1);  // address space only: never touched
   EXPECT_FALSE(huge.shared());
   EXPECT_FALSE(arena->Offset(huge.data(), 1 << 20).has_value());
+}
+
+// The kB that /proc/self/smaps counts as `field` in the mapping holding `p`; -1 if none.
+long SmapsField(const void* p, const std::string& field) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &lo, &hi) == 2 && line.find(':') > line.find('-')) {
+      inside = lo <= at && at < hi;
+      continue;
+    }
+    if (inside && line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
+  }
+  return -1;
+}
+
+// A block of a huge page or more starts on a huge page boundary, and PreferHugePages makes
+// it one huge page of the memfd (so an O_DIRECT read into it is one disk request), keeping
+// its bytes.
+TEST(BulkBlockTest, ABlockOfAHugePageOrMoreBecomesOneKeepingItsBytes) {
+  BulkArena* arena = BulkArena::Create();
+  ASSERT_NE(arena, nullptr);
+  BulkBlock small(4096);  // the next large block still starts on a boundary
+  BulkBlock block((1 << 20) + 4096);
+  ASSERT_TRUE(block.shared());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(block.data()) % (2 << 20), 0u);
+  for (size_t i = 0; i < block.size(); ++i) block.data()[i] = static_cast<uint8_t>(i * 7 + 1);
+  {  // Whether this kernel can (MADV_COLLAPSE of memfd pages, Linux 6.1), asked of a memfd
+     // of the test's own.
+    const int fd = memfd_create("probe", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, 4 << 20), 0);
+    void* m = mmap(nullptr, 4 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT_NE(m, MAP_FAILED);
+    void* aligned = reinterpret_cast<void*>(
+        (reinterpret_cast<uintptr_t>(m) + (2 << 20) - 1) & ~uintptr_t{(2 << 20) - 1});
+    std::memset(m, 1, 4 << 20);
+    const bool can = madvise(aligned, 2 << 20, 25 /* MADV_COLLAPSE */) == 0;
+    munmap(m, 4 << 20);
+    close(fd);
+    if (!can) GTEST_SKIP() << "this kernel cannot collapse memfd pages (MADV_COLLAPSE)";
+  }
+  const long before = SmapsField(block.data(), "ShmemPmdMapped");
+  EXPECT_EQ(block.PreferHugePages(), size_t{2} << 20);
+  EXPECT_GE(SmapsField(block.data(), "ShmemPmdMapped"), before + 2048);
+  for (size_t i = 0; i < block.size(); ++i) {
+    ASSERT_EQ(block.data()[i], static_cast<uint8_t>(i * 7 + 1)) << "byte " << i;
+  }
+  // A block smaller than a huge page has no aligned range to make one of.
+  EXPECT_EQ(small.PreferHugePages(), 0u);
 }
 
 }  // namespace

@@ -67,6 +67,8 @@ static_assert(sizeof(RingCmdReq) <= 80, "the command area of a 128-byte SQE is 8
 // Room in front of each payload for the request's headers, so that the whole request is
 // contiguous as libfuse expects it.
 constexpr size_t kHeadroom = 4096;
+// The ring entries' memory that may be in huge pages, per process (Worker::AddEntry).
+constexpr size_t kHugeEntryBytes = size_t{64} << 20;
 constexpr size_t kPage = 4096;
 // Entries one thread may own: its own, plus one armed for each request of its that is
 // answered later, elsewhere (a lock wait), while that request holds its entry.
@@ -286,6 +288,17 @@ bool Worker::AddEntry() {
   // READ replies are built in the payload: from the shared bulk arena where there is one, a
   // local OSS reads straight into it (lnet/shared_bulk.h).
   e->region = lnet::BulkBlock(kHeadroom + e->payload_cap);
+  // Local reads (client/local_reads.h) read by O_DIRECT into the payload: in a huge page it
+  // is one disk request, not two (lnet::PreferHugePages). A huge page holds the whole 2 MiB
+  // block, where 4 KiB pages hold only what is used, so only the first kHugeEntryBytes of
+  // entries get one: a stream's readahead keeps a few dozen READs in flight at most.
+  static std::atomic<size_t> huge_bytes{0};
+  if (huge_bytes.load(std::memory_order_relaxed) < kHugeEntryBytes) {
+    const size_t huge = e->region.PreferHugePages();
+    if (huge_bytes.fetch_add(huge, std::memory_order_relaxed) == 0 && huge > 0) {
+      LOG_INFO("FUSE ring entries: the first {} MiB in huge pages", kHugeEntryBytes >> 20);
+    }
+  }
   e->payload = e->region.data() + kHeadroom;
   e->iov[0] = {e->hdr, sizeof(RingReqHeader)};
   e->iov[1] = {e->payload, e->payload_cap};
