@@ -90,6 +90,7 @@ BulkArena* BulkArena::Create() {
       munmap(reinterpret_cast<void*>(aligned + size), start + kHugePage - aligned);
       p = mmap(reinterpret_cast<void*>(aligned), size, PROT_READ | PROT_WRITE,
                MAP_SHARED | MAP_FIXED, fd, 0);
+      if (p == MAP_FAILED) munmap(reinterpret_cast<void*>(aligned), size);  // the reservation
     }
     if (p == MAP_FAILED) {
       LOG_WARN("shared bulk off: mmap: {}", strerror(errno));
@@ -114,8 +115,8 @@ uint8_t* BulkArena::Allocate(size_t size, size_t* capacity) {
     if (list.back().resident) state_->resident_free -= cap;
     list.pop_back();
   } else {
-    // A block of a huge page or more starts on a huge page boundary (PreferHugePages); the
-    // address space skipped costs no memory.
+    // A block of a huge page or more starts on a huge page boundary (PreferHugePages). The
+    // address space skipped costs no memory, but is not handed out again.
     const size_t align = cap >= kHugePage ? kHugePage : kPage;
     const size_t at = (state_->next + align - 1) & ~(align - 1);
     if (at + cap > size_) return nullptr;
@@ -258,8 +259,8 @@ size_t PreferHugePages(void* p, size_t len) {
   uintptr_t at = (start + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
   size_t made = 0;
   for (; at + kHugePage <= start + len; at += kHugePage) {
-    // A range with pages missing is refused (EINVAL): they are faulted in first, as they
-    // are (zeros where nothing was written).
+    // A range with no page in it is refused (EINVAL): its pages are faulted in first, as
+    // they are (zeros where nothing was written).
     void* range = reinterpret_cast<void*>(at);
     if (madvise(range, kHugePage, MADV_POPULATE_WRITE) == 0 &&
         madvise(range, kHugePage, MADV_COLLAPSE) == 0) {

@@ -109,10 +109,6 @@ class BulkArena {
   State* state_;  // allocator and detached ranges, behind a mutex (never freed: process-wide)
 };
 
-// A page-aligned block of memory that replies may land in: from the process's arena where
-// there is one with room, else from the BufferPool (then private, and bulk comes over the
-// socket). For buffers a client receives into for as long as it likes: FUSE READ replies,
-// FUSE ring entries. Movable, not copyable.
 // Backs the huge-page-aligned 2 MiB ranges inside [p, p+len) with huge pages, keeping their
 // bytes (MADV_COLLAPSE, Linux 6.1; also for memfd pages where shmem huge pages are off, as
 // Debian has them); the bytes so backed, 0 where the kernel cannot. Why: a buffer that
@@ -122,6 +118,10 @@ class BulkArena {
 // buffers 40% slower (docs/performance.md, "Ring entries in huge pages").
 size_t PreferHugePages(void* p, size_t len);
 
+// A page-aligned block of memory that replies may land in: from the process's arena where
+// there is one with room, else from the BufferPool (then private, and bulk comes over the
+// socket). For buffers a client receives into for as long as it likes: FUSE READ replies,
+// FUSE ring entries. Movable, not copyable.
 class BulkBlock {
  public:
   BulkBlock() = default;

@@ -291,12 +291,16 @@ bool Worker::AddEntry() {
   // Local reads (client/local_reads.h) read by O_DIRECT into the payload: in a huge page it
   // is one disk request, not two (lnet::PreferHugePages). A huge page holds the whole 2 MiB
   // block, where 4 KiB pages hold only what is used, so only the first kHugeEntryBytes of
-  // entries get one: a stream's readahead keeps a few dozen READs in flight at most.
-  static std::atomic<size_t> huge_bytes{0};
-  if (huge_bytes.load(std::memory_order_relaxed) < kHugeEntryBytes) {
-    const size_t huge = e->region.PreferHugePages();
-    if (huge_bytes.fetch_add(huge, std::memory_order_relaxed) == 0 && huge > 0) {
-      LOG_INFO("FUSE ring entries: the first {} MiB in huge pages", kHugeEntryBytes >> 20);
+  // entries get one (the threads that start first serve most requests).
+  // The bytes tried count against the cap, and a first failure (a kernel that cannot) ends
+  // the tries: a block tried is faulted in whole.
+  static std::atomic<size_t> huge_tried{0};
+  static std::atomic<bool> huge_failed{false};
+  if (!huge_failed.load(std::memory_order_relaxed) &&
+      huge_tried.fetch_add(kHeadroom + e->payload_cap, std::memory_order_relaxed) <
+          kHugeEntryBytes) {
+    if (e->region.PreferHugePages() == 0 && !huge_failed.exchange(true)) {
+      LOG_INFO("FUSE ring entries stay in 4 KiB pages (no MADV_COLLAPSE here)");
     }
   }
   e->payload = e->region.data() + kHeadroom;
