@@ -1,6 +1,8 @@
 #include "client/local_reads.h"
 
 #include <fcntl.h>
+#include <liburing.h>
+#include <sys/syscall.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -108,6 +110,80 @@ ssize_t PreadvFull(int fd, iovec* iov, int n, off_t pos, CacheWait* wait = nullp
   }
   return static_cast<ssize_t>(total);
 }
+
+// Whether all of [pos, pos + len) of `fd` is in the page cache, asked without reading it
+// (cachestat(2), Linux 6.5); nullopt where the kernel cannot tell.
+std::optional<bool> AllCached(int fd, off_t pos, size_t len) {
+#ifndef SYS_cachestat
+  constexpr long SYS_cachestat = 451;  // the same number on every architecture
+#endif
+  struct {
+    uint64_t off, len;
+  } range = {static_cast<uint64_t>(pos), len};
+  struct {
+    uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+  } stat = {};
+  static std::atomic<bool> unknown{false};
+  if (unknown.load(std::memory_order_relaxed)) return std::nullopt;
+  if (syscall(SYS_cachestat, fd, &range, &stat, 0) != 0) {
+    if (errno == ENOSYS || errno == EINVAL) unknown.store(true, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+  return stat.nr_cache * 4096 >= len;
+}
+
+// One thread's io_uring for the reads whose bytes come by O_DIRECT while the thread polls
+// (LocalReads' header, "Waiting for the disk"), made at the thread's first such read. A read
+// started here must be finished before the next starts, and before its buffer is used.
+class DirectPoller {
+ public:
+  // The calling thread's poller; null where io_uring cannot be set up.
+  static DirectPoller* ForThread() {
+    thread_local DirectPoller poller;
+    return poller.ok_ ? &poller : nullptr;
+  }
+  // Starts reading `len` bytes at `pos` of `fd` (O_DIRECT) into `buf` (page-aligned).
+  bool Start(int fd, void* buf, size_t len, off_t pos) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+    if (sqe == nullptr) return false;
+    io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(len), static_cast<uint64_t>(pos));
+    return io_uring_submit(&ring_) == 1;
+  }
+  // The started read's result (bytes, or -errno): polled for (sched_yield between looks)
+  // until `deadline` (CLOCK_MONOTONIC ns), then slept for; *slept says whether it was.
+  ssize_t Finish(int64_t deadline, bool* slept) {
+    io_uring_cqe* cqe = nullptr;
+    // A completion is posted when this thread next leaves the kernel (COOP_TASKRUN):
+    // sched_yield is that as well.
+    while (io_uring_peek_cqe(&ring_, &cqe) != 0) {
+      if (NowNs() >= deadline) {
+        *slept = true;
+        while (io_uring_wait_cqe(&ring_, &cqe) == -EINTR) {
+        }
+        break;
+      }
+      sched_yield();
+    }
+    const ssize_t res = cqe != nullptr ? cqe->res : -EIO;
+    if (cqe != nullptr) io_uring_cqe_seen(&ring_, cqe);
+    return res;
+  }
+
+ private:
+  DirectPoller() {
+    io_uring_params p = {};
+    p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
+    int rc = io_uring_queue_init_params(4, &ring_, &p);
+    if (rc == -EINVAL) rc = io_uring_queue_init(4, &ring_, 0);  // an older kernel
+    ok_ = rc == 0;
+    if (!ok_) LOG_DEBUG("local reads: io_uring_queue_init: {}", std::strerror(-rc));
+  }
+  ~DirectPoller() {
+    if (ok_) io_uring_queue_exit(&ring_);
+  }
+  io_uring ring_;
+  bool ok_ = false;
+};
 
 bool SameFile(int a, int b) {
   struct stat x, y;
@@ -259,6 +335,7 @@ void LocalReads::Forbidden(uint32_t ost_idx) {
 LocalReads::OpenObject::~OpenObject() {
   if (fd >= 0) close(fd);
   if (const int d = direct_fd.load(); d >= 0) close(d);
+  if (const int d = random_fd.load(); d >= 0) close(d);
 }
 
 std::shared_ptr<const LocalReads::OpenObject> LocalReads::CachedObject(const ObjectKey& key) {
@@ -395,29 +472,48 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   const size_t want = static_cast<size_t>(std::min<uint64_t>(len, size - offset));
   // A chunk the read covers only in part is checked by the OSS, which reads it whole.
   if (want % kCrcChunk != 0 && offset + want != size) return false;
+  // A second descriptor of the object's file in `slot`, opened with `flags` when it has none
+  // (and checked to be this file); -1 when the path no longer names it.
+  auto second_fd = [&](std::atomic<int>& slot, int flags, int advice) {
+    int have = slot.load(std::memory_order_acquire);
+    if (have >= 0) return have;
+    const int opened = openat(dir_fd, rel.c_str(), O_RDONLY | O_CLOEXEC | flags);
+    if (opened < 0) {
+      if (errno == ENOENT) DropObject(key, file.get());  // destroyed meanwhile
+      return -1;
+    }
+    struct stat st;
+    if (fstat(opened, &st) != 0 || st.st_ino != file->ino || st.st_dev != file->dev) {
+      close(opened);  // the path names another file now
+      DropObject(key, file.get());
+      return -1;
+    }
+    if (advice != POSIX_FADV_NORMAL) posix_fadvise(opened, 0, 0, advice);
+    if (!slot.compare_exchange_strong(have, opened, std::memory_order_acq_rel)) {
+      close(opened);  // another reader's came first
+      return have;
+    }
+    return opened;
+  };
   // Large reads bring the bytes by O_DIRECT, as the OSS would (no second copy of a stream in
-  // the page cache); the checksums come through the page cache, where they stay.
+  // the page cache); the checksums come through the page cache, where they stay. Other reads
+  // that do not continue the last one are random: no readahead (header).
   int data_fd = fd;
+  int buffered_fd = fd;
+  DirectPoller* direct_poll = nullptr;  // a random read of whole pages, by O_DIRECT (header)
   if (direct) {
-    data_fd = file->direct_fd.load(std::memory_order_acquire);
-    if (data_fd < 0) {
-      const int opened = openat(dir_fd, rel.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-      if (opened < 0) {
-        if (errno == ENOENT) DropObject(key, file.get());  // destroyed meanwhile
-        return fall_back();
-      }
-      struct stat dst;
-      if (fstat(opened, &dst) != 0 || dst.st_ino != file->ino || dst.st_dev != file->dev) {
-        close(opened);  // the path names another file now
-        DropObject(key, file.get());
-        return fall_back();
-      }
-      int expected = -1;
-      if (file->direct_fd.compare_exchange_strong(expected, opened, std::memory_order_acq_rel)) {
-        data_fd = opened;
-      } else {
-        close(opened);  // another reader's came first
-        data_fd = expected;
+    data_fd = second_fd(file->direct_fd, O_DIRECT, POSIX_FADV_NORMAL);
+    if (data_fd < 0) return fall_back();
+  } else if (offset != file->next_pos.load(std::memory_order_relaxed)) {
+    buffered_fd = data_fd = second_fd(file->random_fd, 0, POSIX_FADV_RANDOM);
+    if (data_fd < 0) return fall_back();
+    if (offset % kGroupDataBytes != 0 && len % kCrcChunk == 0 &&
+        reinterpret_cast<uintptr_t>(buf.data()) % kCrcChunk == 0 &&
+        AllCached(buffered_fd, static_cast<off_t>(oss::InlineDataPos(offset)), want) == false) {
+      direct_poll = DirectPoller::ForThread();
+      if (direct_poll != nullptr) {
+        data_fd = second_fd(file->direct_fd, O_DIRECT, POSIX_FADV_NORMAL);
+        if (data_fd < 0) return fall_back();
       }
     }
   }
@@ -442,7 +538,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     if (!direct && pos % kGroupDataBytes == 0) {
       // From a group's start: its checksum block and its bytes are adjacent, one read.
       iovec iov[2] = {{crcs.data(), kCrcBlockBytes}, {dst, seg}};
-      n = PreadvFull(fd, iov, 2, static_cast<off_t>(oss::InlineCrcPos(first)), poll);
+      n = PreadvFull(buffered_fd, iov, 2, static_cast<off_t>(oss::InlineCrcPos(first)), poll);
       n = n >= static_cast<ssize_t>(kCrcBlockBytes) ? n - static_cast<ssize_t>(kCrcBlockBytes) : -1;
     } else {
       iovec c = {crcs.data(), chunks * kCrcEntryBytes};
@@ -450,7 +546,21 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
       // buffer (len is whole chunks) and not returned.
       const size_t ask = direct ? chunks * kCrcChunk : seg;
       iovec d = {dst, ask};
-      if (direct) {
+      if (direct_poll != nullptr) {
+        // The bytes are asked for first, then the checksums read (polling for them when not
+        // cached) while the bytes come, then the bytes polled for: one disk wait.
+        const size_t whole = chunks * kCrcChunk;  // within buf: len is whole chunks
+        if (!direct_poll->Start(data_fd, dst, whole, static_cast<off_t>(oss::InlineDataPos(pos)))) {
+          return fall_back();
+        }
+        const bool crcs_read = PreadvFull(buffered_fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first)), poll) ==
+                               static_cast<ssize_t>(chunks * kCrcEntryBytes);
+        if (!wait.missed) wait.deadline = NowNs() + wait.poll_ns;
+        wait.missed = true;
+        n = direct_poll->Finish(wait.deadline, &wait.slept);
+        direct_polls_.fetch_add(1, std::memory_order_relaxed);
+        if (!crcs_read) n = -1;
+      } else if (direct) {
         // The checksums' page is read (when not cached) while the bytes come: one disk wait.
         posix_fadvise(fd, static_cast<off_t>(oss::InlineCrcPos(first)),
                       static_cast<off_t>(chunks * kCrcEntryBytes), POSIX_FADV_WILLNEED);
@@ -465,7 +575,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
         wait.also_fd = data_fd;
         wait.also_pos = static_cast<off_t>(oss::InlineDataPos(pos));
         wait.also_len = seg;
-        n = PreadvFull(fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first)), &wait) ==
+        n = PreadvFull(buffered_fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first)), &wait) ==
                     static_cast<ssize_t>(chunks * kCrcEntryBytes)
                 ? PreadvFull(data_fd, &d, 1, static_cast<off_t>(oss::InlineDataPos(pos)), poll)
                 : -1;
@@ -491,6 +601,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     return fall_back();
   }
   file->known_size.store(size, std::memory_order_relaxed);
+  if (!direct) file->next_pos.store(offset + want, std::memory_order_relaxed);
   KeepObject(key, std::move(file));
   *got = want;
   reads_.fetch_add(1, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 #include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -294,7 +295,12 @@ TEST_F(LocalReadsTest, AReadThatMissesThePageCachePollsForItsPages) {
     EXPECT_GE(resident, 0);
     return resident == 0;
   };
-  std::vector<uint8_t> buf(64 << 10);
+  // Memory that is not page-aligned: these reads go through the page cache (the next test
+  // has the ones by O_DIRECT).
+  void* mem = nullptr;
+  ASSERT_EQ(posix_memalign(&mem, 4096, 128 << 10), 0);
+  std::unique_ptr<void, decltype(&free)> hold(mem, &free);
+  std::span<uint8_t> buf(static_cast<uint8_t*>(mem) + 512, 64 << 10);
   size_t got = 0;
   bool polled = false;
   for (int attempt = 0; attempt < 3 && !polled; ++attempt) {
@@ -330,6 +336,77 @@ TEST_F(LocalReadsTest, AReadThatMissesThePageCachePollsForItsPages) {
   ASSERT_TRUE(Try(Obj(1), 0, buf, &got));
   EXPECT_TRUE(std::equal(buf.begin(), buf.end(), data.begin()));
   EXPECT_EQ(local_->polls(), polls + 1);
+}
+
+// Whether the page of the object file at `pos` is in the page cache (-1: cannot tell).
+int Resident(const std::string& path, uint64_t pos) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  void* map = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, fd, static_cast<off_t>(pos / 4096 * 4096));
+  close(fd);
+  if (map == MAP_FAILED) return -1;
+  unsigned char v = 0;
+  const int rc = mincore(map, 4096, &v);
+  munmap(map, 4096);
+  return rc == 0 ? (v & 1) : -1;
+}
+
+// A random read of whole pages into page-aligned memory (as a FUSE request's buffer is) that
+// misses the page cache brings its bytes by O_DIRECT while it polls, and leaves them out of
+// the page cache; when they are cached, it is served from there. A random read through the
+// page cache reads its own pages and no readahead window, even after two cached pages that
+// the kernel's readahead would take for a stream's trace.
+TEST_F(LocalReadsTest, ARandomReadThatMissesThePageCacheBringsItsBytesByODirect) {
+  Start(/*local=*/true);
+  ClientTunables tunables;
+  local_ = std::make_unique<LocalReads>(transport_.get(), &tunables);
+  ASSERT_TRUE(tunables.Set("osc.*.local_read_poll_us", "10000").ok());
+  const std::vector<uint8_t> data = oss::testing::Pattern(1 << 20, 0, 11);
+  Write(1, 0, data);
+  const std::string file = ObjectFile(1);
+  {
+    const int fd = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    uint64_t range[2] = {0, 4096}, stat[5];
+    const bool cachestat = syscall(451, fd, range, stat, 0) == 0;
+    close(fd);
+    if (!cachestat) GTEST_SKIP() << "no cachestat(2) here: random reads go through the page cache";
+  }
+  if (Evict(file) != 0) GTEST_SKIP() << "this file system keeps the object's pages (tmpfs?)";
+  void* mem = nullptr;
+  ASSERT_EQ(posix_memalign(&mem, 4096, 64 << 10), 0);
+  std::unique_ptr<void, decltype(&free)> hold(mem, &free);
+  std::span<uint8_t> aligned(static_cast<uint8_t*>(mem), 64 << 10);
+  std::span<uint8_t> unaligned = aligned.subspan(512, 8192);
+  auto bytes_at = [&](std::span<uint8_t> got_bytes, uint64_t at) {
+    return std::equal(got_bytes.begin(), got_bytes.end(), data.begin() + static_cast<long>(at));
+  };
+  size_t got = 0;
+
+  const uint64_t direct = local_->direct_polls();
+  ASSERT_TRUE(Try(Obj(1), 4096 * 9, aligned.first(4096), &got));
+  ASSERT_EQ(got, 4096u);
+  EXPECT_TRUE(bytes_at(aligned.first(4096), 4096 * 9));
+  EXPECT_EQ(local_->direct_polls(), direct + 1);
+  EXPECT_EQ(Resident(file, oss::InlineDataPos(4096 * 9)), 0) << "O_DIRECT keeps it out";
+
+  // Read through the page cache, it is cached; then the aligned read takes it from there.
+  ASSERT_TRUE(Try(Obj(1), 4096 * 9, unaligned.first(4096), &got));
+  EXPECT_TRUE(bytes_at(unaligned.first(4096), 4096 * 9));
+  EXPECT_EQ(Resident(file, oss::InlineDataPos(4096 * 9)), 1);
+  ASSERT_TRUE(Try(Obj(1), 4096 * 9, aligned.first(4096), &got));
+  EXPECT_TRUE(bytes_at(aligned.first(4096), 4096 * 9));
+  EXPECT_EQ(local_->direct_polls(), direct + 1);
+
+  // Pages 31 and 30 cached, then page 32 read at random: only page 32 comes in.
+  for (const uint64_t page : {31, 30, 32}) {
+    ASSERT_TRUE(Try(Obj(1), 4096 * page, unaligned.first(4096), &got));
+    EXPECT_TRUE(bytes_at(unaligned.first(4096), 4096 * page));
+  }
+  EXPECT_EQ(Resident(file, oss::InlineDataPos(4096 * 32)), 1);
+  EXPECT_EQ(Resident(file, oss::InlineDataPos(4096 * 33)), 0) << "read ahead of a random read";
+  EXPECT_EQ(Resident(file, oss::InlineDataPos(4096 * 34)), 0);
+  EXPECT_EQ(local_->direct_polls(), direct + 1);
 }
 
 // The descriptors of the objects read last stay open, kMaxOpenObjects at most; a read of one
