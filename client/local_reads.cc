@@ -2,10 +2,10 @@
 
 #include <fcntl.h>
 #include <liburing.h>
-#include <sys/syscall.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -13,6 +13,7 @@
 #include <cstring>
 #include <optional>
 #include <string_view>
+#include <thread>
 
 #include "client/osc_stats.h"
 #include "client/striped_io.h"
@@ -114,8 +115,12 @@ ssize_t PreadvFull(int fd, iovec* iov, int n, off_t pos, CacheWait* wait = nullp
 // Whether all of [pos, pos + len) of `fd` is in the page cache, asked without reading it
 // (cachestat(2), Linux 6.5); nullopt where the kernel cannot tell.
 std::optional<bool> AllCached(int fd, off_t pos, size_t len) {
-#ifndef SYS_cachestat
-  constexpr long SYS_cachestat = 451;  // the same number on every architecture
+#if defined(SYS_cachestat)
+  constexpr long kCachestat = SYS_cachestat;
+#elif defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || defined(__riscv)
+  constexpr long kCachestat = 451;
+#else
+  constexpr long kCachestat = -1;
 #endif
   struct {
     uint64_t off, len;
@@ -123,65 +128,106 @@ std::optional<bool> AllCached(int fd, off_t pos, size_t len) {
   struct {
     uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
   } stat = {};
-  static std::atomic<bool> unknown{false};
+  static std::atomic<bool> unknown{kCachestat < 0};
   if (unknown.load(std::memory_order_relaxed)) return std::nullopt;
-  if (syscall(SYS_cachestat, fd, &range, &stat, 0) != 0) {
-    if (errno == ENOSYS || errno == EINVAL) unknown.store(true, std::memory_order_relaxed);
+  if (syscall(kCachestat, fd, &range, &stat, 0) != 0) {
+    // Not there, or refused (seccomp): never asked again.
+    if (errno == ENOSYS || errno == EINVAL || errno == EPERM) {
+      unknown.store(true, std::memory_order_relaxed);
+    }
     return std::nullopt;
   }
-  return stat.nr_cache * 4096 >= len;
+  static const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t first = static_cast<uint64_t>(pos) / page;
+  const uint64_t pages = (static_cast<uint64_t>(pos) + len + page - 1) / page - first;
+  return stat.nr_cache >= pages;
 }
 
 // One thread's io_uring for the reads whose bytes come by O_DIRECT while the thread polls
-// (LocalReads' header, "Waiting for the disk"), made at the thread's first such read. A read
-// started here must be finished before the next starts, and before its buffer is used.
+// (LocalReads' header, "Waiting for the disk"), made at the thread's first such read. One
+// read at a time: a read started must be finished before the next starts and before its
+// buffer is used or returned, whatever else fails.
 class DirectPoller {
  public:
-  // The calling thread's poller; null where io_uring cannot be set up.
+  // The calling thread's poller; null where io_uring cannot be set up (or failed here).
   static DirectPoller* ForThread() {
     thread_local DirectPoller poller;
+    if (poller.ok_ && poller.pid_ != getpid()) poller.Reset();  // a forked child's copy
     return poller.ok_ ? &poller : nullptr;
   }
-  // Starts reading `len` bytes at `pos` of `fd` (O_DIRECT) into `buf` (page-aligned).
+  // Starts reading `len` bytes at `pos` of `fd` (O_DIRECT) into `buf` (page-aligned). False:
+  // not started (this thread's reads go the other way from now on).
   bool Start(int fd, void* buf, size_t len, off_t pos) {
     io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
     if (sqe == nullptr) return false;
     io_uring_prep_read(sqe, fd, buf, static_cast<unsigned>(len), static_cast<uint64_t>(pos));
-    return io_uring_submit(&ring_) == 1;
+    io_uring_sqe_set_data64(sqe, ++seq_);
+    const int rc = io_uring_submit(&ring_);
+    if (rc == 1) return true;
+    // The request is still in the queue, unseen by the kernel: it must never be submitted
+    // with a later one, so this ring is given up (nothing of it is in flight).
+    LOG_WARN("local reads: io_uring_submit: {}", std::strerror(rc < 0 ? -rc : EIO));
+    io_uring_queue_exit(&ring_);
+    ok_ = false;
+    return false;
   }
   // The started read's result (bytes, or -errno): polled for (sched_yield between looks)
   // until `deadline` (CLOCK_MONOTONIC ns), then slept for; *slept says whether it was.
+  // Returns only once the read is done.
   ssize_t Finish(int64_t deadline, bool* slept) {
-    io_uring_cqe* cqe = nullptr;
-    // A completion is posted when this thread next leaves the kernel (COOP_TASKRUN):
-    // sched_yield is that as well.
-    while (io_uring_peek_cqe(&ring_, &cqe) != 0) {
-      if (NowNs() >= deadline) {
-        *slept = true;
-        while (io_uring_wait_cqe(&ring_, &cqe) == -EINTR) {
-        }
-        break;
+    for (;;) {
+      io_uring_cqe* cqe = nullptr;
+      // A completion is posted when this thread next leaves the kernel (COOP_TASKRUN):
+      // sched_yield is that as well.
+      int rc = io_uring_peek_cqe(&ring_, &cqe);
+      while (rc != 0 && NowNs() < deadline) {
+        sched_yield();
+        rc = io_uring_peek_cqe(&ring_, &cqe);
       }
-      sched_yield();
+      if (rc != 0) {
+        *slept = true;
+        rc = io_uring_wait_cqe(&ring_, &cqe);
+        if (rc != 0) {
+          if (rc != -EINTR && rc != -EAGAIN) {
+            LOG_WARN("local reads: io_uring_wait_cqe: {}", std::strerror(-rc));
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+          continue;
+        }
+      }
+      const bool mine = io_uring_cqe_get_data64(cqe) == seq_;
+      const ssize_t res = cqe->res;
+      io_uring_cqe_seen(&ring_, cqe);
+      if (mine) return res;  // (another is a request already finished: not to happen)
     }
-    const ssize_t res = cqe != nullptr ? cqe->res : -EIO;
-    if (cqe != nullptr) io_uring_cqe_seen(&ring_, cqe);
-    return res;
   }
 
  private:
-  DirectPoller() {
-    io_uring_params p = {};
-    p.flags = IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
-    int rc = io_uring_queue_init_params(4, &ring_, &p);
-    if (rc == -EINVAL) rc = io_uring_queue_init(4, &ring_, 0);  // an older kernel
-    ok_ = rc == 0;
-    if (!ok_) LOG_DEBUG("local reads: io_uring_queue_init: {}", std::strerror(-rc));
-  }
+  DirectPoller() { Init(); }
   ~DirectPoller() {
     if (ok_) io_uring_queue_exit(&ring_);
   }
+  void Init() {
+    pid_ = getpid();
+    int rc = -EINVAL;
+    // COOP_TASKRUN: no interrupt to post a completion to a thread that polls anyway.
+    for (const unsigned flags : {IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER,
+                                 unsigned{IORING_SETUP_COOP_TASKRUN}, 0u}) {
+      io_uring_params p = {};
+      p.flags = flags;
+      rc = io_uring_queue_init_params(4, &ring_, &p);
+      if (rc != -EINVAL) break;  // older kernels refuse the flags they do not know
+    }
+    ok_ = rc == 0;
+    if (!ok_) LOG_DEBUG("local reads: io_uring_queue_init: {}", std::strerror(-rc));
+  }
+  void Reset() {
+    io_uring_queue_exit(&ring_);
+    Init();
+  }
   io_uring ring_;
+  pid_t pid_ = 0;
+  uint64_t seq_ = 0;
   bool ok_ = false;
 };
 
@@ -486,6 +532,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
     if (fstat(opened, &st) != 0 || st.st_ino != file->ino || st.st_dev != file->dev) {
       close(opened);  // the path names another file now
       DropObject(key, file.get());
+      errno = ESTALE;
       return -1;
     }
     if (advice != POSIX_FADV_NORMAL) posix_fadvise(opened, 0, 0, advice);
@@ -504,16 +551,25 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   if (direct) {
     data_fd = second_fd(file->direct_fd, O_DIRECT, POSIX_FADV_NORMAL);
     if (data_fd < 0) return fall_back();
-  } else if (offset != file->next_pos.load(std::memory_order_relaxed)) {
+  } else if (len <= kMaxRandomReadBytes &&
+             offset != file->next_pos.load(std::memory_order_relaxed)) {
     buffered_fd = data_fd = second_fd(file->random_fd, 0, POSIX_FADV_RANDOM);
     if (data_fd < 0) return fall_back();
     if (offset % kGroupDataBytes != 0 && len % kCrcChunk == 0 &&
         reinterpret_cast<uintptr_t>(buf.data()) % kCrcChunk == 0 &&
+        !file->no_direct.load(std::memory_order_relaxed) &&
         AllCached(buffered_fd, static_cast<off_t>(oss::InlineDataPos(offset)), want) == false) {
       direct_poll = DirectPoller::ForThread();
       if (direct_poll != nullptr) {
-        data_fd = second_fd(file->direct_fd, O_DIRECT, POSIX_FADV_NORMAL);
-        if (data_fd < 0) return fall_back();
+        const int direct_fd = second_fd(file->direct_fd, O_DIRECT, POSIX_FADV_NORMAL);
+        if (direct_fd >= 0) {
+          data_fd = direct_fd;
+        } else if (errno == EINVAL) {  // no O_DIRECT on this file system: the page cache
+          file->no_direct.store(true, std::memory_order_relaxed);
+          direct_poll = nullptr;
+        } else {
+          return fall_back();
+        }
       }
     }
   }
@@ -553,12 +609,12 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
         if (!direct_poll->Start(data_fd, dst, whole, static_cast<off_t>(oss::InlineDataPos(pos)))) {
           return fall_back();
         }
-        const bool crcs_read = PreadvFull(buffered_fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first)), poll) ==
-                               static_cast<ssize_t>(chunks * kCrcEntryBytes);
+        const bool crcs_read =
+            PreadvFull(buffered_fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first)), poll) ==
+            static_cast<ssize_t>(chunks * kCrcEntryBytes);
         if (!wait.missed) wait.deadline = NowNs() + wait.poll_ns;
         wait.missed = true;
         n = direct_poll->Finish(wait.deadline, &wait.slept);
-        direct_polls_.fetch_add(1, std::memory_order_relaxed);
         if (!crcs_read) n = -1;
       } else if (direct) {
         // The checksums' page is read (when not cached) while the bytes come: one disk wait.
@@ -605,6 +661,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   KeepObject(key, std::move(file));
   *got = want;
   reads_.fetch_add(1, std::memory_order_relaxed);
+  if (direct_poll != nullptr) random_direct_.fetch_add(1, std::memory_order_relaxed);
   if (wait.missed && wait.poll_ns > 0) {
     polls_.fetch_add(1, std::memory_order_relaxed);
     if (!wait.slept) polled_.fetch_add(1, std::memory_order_relaxed);

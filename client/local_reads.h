@@ -35,9 +35,11 @@
 // The descriptors of the last kMaxOpenObjects objects read stay open (a 4 KiB random read
 // then costs no open and close of its file), never more: a process may not hold one per
 // object. Each has a second, O_DIRECT, once a large read used it, and a third for random
-// reads (below): 3 x kMaxOpenObjects descriptors at most. After every read the object's path must still name the file read: an object
-// destroyed meanwhile, its file taken back into the OST's pool to become another object,
-// sends the read to the OSS and drops the descriptor. The OSS counts its destroys in a file
+// reads (below): 3 x kMaxOpenObjects descriptors, beside those of objects that readers still
+// hold after they left the cache, and one io_uring per thread that made a random read.
+// After every read the object's path must still name the file read: an object destroyed
+// meanwhile, its file taken back into the OST's pool to become another object, sends the
+// read to the OSS and drops the descriptor. The OSS counts its destroys in a file
 // of the OST that the client maps (oss/object_format.h, DestroyCounters): while no destroy
 // has started on the OST since the path was last checked, the check is skipped.
 //
@@ -52,18 +54,21 @@
 // On a VM, waking a halted vCPU from there cost a 4 KiB random read 30-40 us on top of the
 // disk's 65 (docs/performance.md, "A cold read polls for its pages"). The poll uses only CPU
 // time that nothing else wanted. O_DIRECT reads (the large ones) never poll.
-// Random reads: a small read that does not start where the object's last one ended.
+// Random reads: a read of at most kMaxRandomReadBytes that does not start where the
+// object's last read through the page cache ended.
 //  - In whole pages into page-aligned memory (a FUSE request's buffer), inside a group, and
 //    not all in the page cache (cachestat(2)), its bytes come by O_DIRECT, started on the
 //    thread's own io_uring before the checksums are read; it then polls that ring as above.
-//    A buffered 4 KiB random read had the worse tail: p99 171-330 us against 126-206 by
-//    O_DIRECT on the same file, and the object file's pages are no use to a mount whose own
-//    page cache keeps what it read (docs/performance.md, "Random reads by O_DIRECT").
+//    Buffered 4 KiB random reads of an object file had the worse tail: fio's p99 171-330 us
+//    against 126-206 by O_DIRECT on the same file. The object file's pages are of little use
+//    to a mount, whose own page cache keeps what it read (docs/performance.md, "Random reads
+//    by O_DIRECT").
 //  - Otherwise it goes through the page cache by a descriptor marked POSIX_FADV_RANDOM, so
 //    that its miss reads its own pages and no more. Through the first descriptor, the
 //    kernel's readahead took two cached pages before a random read for a stream's trace and
 //    read ahead of it: over a 2 GiB file, 1.2 disk requests of 7 KiB per 4 KiB read.
-// Reads that continue the last one keep the first descriptor and its readahead.
+// Reads that continue the last one (one reader's stream) keep the first descriptor and its
+// readahead; readers that interleave in one object may look random to each other.
 //
 // Switches: `lctl set_param osc.*.local_reads=0` on a client (its ClientTunables), or
 // STRIA_LOCAL_READS=0 (lnet::LndConfig::local_reads) in a client's or an OSS's environment.
@@ -95,6 +100,9 @@ class ClientTunables;
 // The largest read through the page cache, and (page-aligned, in whole pages) by O_DIRECT.
 inline constexpr size_t kMaxLocalReadBytes = 256 * 1024;
 inline constexpr size_t kMaxLocalDirectBytes = 8 << 20;
+// The largest read that can be a random one (Waiting for the disk, below): a FUSE
+// readahead's requests, larger, arrive out of order and are not random.
+inline constexpr size_t kMaxRandomReadBytes = 64 * 1024;
 // How long a small read polls for its pages before it sleeps, by default
 // (osc.*.local_read_poll_us).
 inline constexpr int64_t kDefaultLocalReadPollUs = 200;
@@ -129,9 +137,8 @@ class LocalReads {
   // ones whose pages came while they polled (Waiting for the disk, above).
   uint64_t polls() const { return polls_.load(std::memory_order_relaxed); }
   uint64_t polled() const { return polled_.load(std::memory_order_relaxed); }
-  // Of the reads that polled, those whose bytes came by O_DIRECT (random reads of whole
-  // pages, Waiting for the disk, above).
-  uint64_t direct_polls() const { return direct_polls_.load(std::memory_order_relaxed); }
+  // Random reads served here whose bytes came by O_DIRECT (Waiting for the disk, above).
+  uint64_t random_direct() const { return random_direct_.load(std::memory_order_relaxed); }
   // Checks that a kept object's path still names its file (a system call each): after every
   // read where its OSS does not count destroys, else only after a destroy on its OST.
   uint64_t path_checks() const { return path_checks_.load(std::memory_order_relaxed); }
@@ -184,6 +191,9 @@ class LocalReads {
     // Where the last read through the page cache ended: a read from there continues it and
     // goes through `fd`, whose readahead serves a stream.
     mutable std::atomic<uint64_t> next_pos{0};
+    // Set once opening it O_DIRECT failed with EINVAL (its file system has none): its
+    // random reads go through the page cache from then on.
+    mutable std::atomic<bool> no_direct{false};
     // Set once its file system refused a read with RWF_NOWAIT: its reads block from then on.
     mutable std::atomic<bool> no_nowait{false};
     // The OST's destroy counters when it was opened, and the count of destroys started when
@@ -218,7 +228,7 @@ class LocalReads {
   // may hold one after its OST moved).
   std::vector<const oss::DestroyCounters*> mapped_;
   std::atomic<uint64_t> reads_{0}, fallbacks_{0}, path_checks_{0};
-  std::atomic<uint64_t> polls_{0}, polled_{0}, direct_polls_{0};
+  std::atomic<uint64_t> polls_{0}, polled_{0}, random_direct_{0};
 };
 
 }  // namespace stria::client

@@ -45,9 +45,9 @@ std::map<std::string, std::function<std::string()>> StriaFs::LocalParamGetters(
   };
   const LocalReads* lr = &client_->local_reads();
   out[llite + ".local_reads"] = [lr] {
-    return fmt::format("reads: {}\nfallbacks: {}\npolls: {}\npolled: {}\ndirect_polls: {}\n",
+    return fmt::format("reads: {}\nfallbacks: {}\npolls: {}\npolled: {}\nrandom_direct: {}\n",
                        lr->reads(), lr->fallbacks(), lr->polls(), lr->polled(),
-                       lr->direct_polls());
+                       lr->random_direct());
   };
   out[llite + ".close_batches"] = [this] {
     const CloseBatcher::Counters c = closes_.counters();
