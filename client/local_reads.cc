@@ -18,6 +18,7 @@
 #include "client/osc_stats.h"
 #include "client/striped_io.h"
 #include "common/log.h"
+#include "common/tunables.h"
 #include "lnet/lnd.h"
 #include "oss/object_format.h"
 
@@ -53,6 +54,11 @@ struct CacheWait {
   bool missed = false;
   bool slept = false;
   int64_t deadline = 0;
+  // Marks a miss; the first starts the poll.
+  void Missed() {
+    if (!missed) deadline = NowNs() + poll_ns;
+    missed = true;
+  }
 };
 
 // Reads exactly the iovecs' bytes at `pos`, retrying short reads; how many it got (fewer only
@@ -83,8 +89,7 @@ ssize_t PreadvFull(int fd, iovec* iov, int n, off_t pos, CacheWait* wait = nullp
                         POSIX_FADV_WILLNEED);
           wait->also_len = 0;
         }
-        if (!wait->missed) wait->deadline = NowNs() + wait->poll_ns;
-        wait->missed = true;
+        wait->Missed();
       }
       if (wait->poll_ns <= 0 || NowNs() >= wait->deadline) {
         nowait = false;
@@ -198,7 +203,7 @@ class DirectPoller {
       const bool mine = io_uring_cqe_get_data64(cqe) == seq_;
       const ssize_t res = cqe->res;
       io_uring_cqe_seen(&ring_, cqe);
-      if (mine) return res;  // (another is a request already finished: not to happen)
+      if (mine) return res;  // (an older one's: only if its Finish was skipped, never)
     }
   }
 
@@ -545,32 +550,35 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   // Large reads bring the bytes by O_DIRECT, as the OSS would (no second copy of a stream in
   // the page cache); the checksums come through the page cache, where they stay. Other reads
   // that do not continue the last one are random: no readahead (header).
+  const bool random = !direct && len <= kMaxRandomReadBytes &&
+                      offset != file->next_pos.load(std::memory_order_relaxed);
   int data_fd = fd;
   int buffered_fd = fd;
-  DirectPoller* direct_poll = nullptr;  // a random read of whole pages, by O_DIRECT (header)
   if (direct) {
     data_fd = second_fd(file->direct_fd, O_DIRECT, POSIX_FADV_NORMAL);
     if (data_fd < 0) return fall_back();
-  } else if (len <= kMaxRandomReadBytes &&
-             offset != file->next_pos.load(std::memory_order_relaxed)) {
+  } else if (random) {
     buffered_fd = data_fd = second_fd(file->random_fd, 0, POSIX_FADV_RANDOM);
     if (data_fd < 0) return fall_back();
-    if (offset % kGroupDataBytes != 0 && len % kCrcChunk == 0 &&
-        reinterpret_cast<uintptr_t>(buf.data()) % kCrcChunk == 0 &&
-        !file->no_direct.load(std::memory_order_relaxed) &&
-        AllCached(buffered_fd, static_cast<off_t>(oss::InlineDataPos(offset)), want) == false) {
-      direct_poll = DirectPoller::ForThread();
-      if (direct_poll != nullptr) {
-        const int direct_fd = second_fd(file->direct_fd, O_DIRECT, POSIX_FADV_NORMAL);
-        if (direct_fd >= 0) {
-          data_fd = direct_fd;
-        } else if (errno == EINVAL) {  // no O_DIRECT on this file system: the page cache
-          file->no_direct.store(true, std::memory_order_relaxed);
-          direct_poll = nullptr;
-        } else {
-          return fall_back();
-        }
-      }
+  }
+  // A random read of whole pages into page-aligned memory, not cached (where the kernel
+  // cannot tell: through the page cache), has its bytes come by O_DIRECT (header).
+  DirectPoller* direct_poll = nullptr;
+  if (random && offset % kGroupDataBytes != 0 && len % kCrcChunk == 0 &&
+      reinterpret_cast<uintptr_t>(buf.data()) % kCrcChunk == 0 &&
+      !file->no_direct.load(std::memory_order_relaxed) &&
+      AllCached(buffered_fd, static_cast<off_t>(oss::InlineDataPos(offset)), want) == false) {
+    direct_poll = DirectPoller::ForThread();
+  }
+  if (direct_poll != nullptr) {
+    const int direct_fd = second_fd(file->direct_fd, O_DIRECT, POSIX_FADV_NORMAL);
+    if (direct_fd >= 0) {
+      data_fd = direct_fd;
+    } else if (errno == EINVAL) {  // no O_DIRECT on this file system: the page cache
+      file->no_direct.store(true, std::memory_order_relaxed);
+      direct_poll = nullptr;
+    } else {
+      return fall_back();
     }
   }
   thread_local std::array<uint32_t, kCrcBlockBytes / kCrcEntryBytes> crcs;
@@ -579,8 +587,9 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
   CacheWait wait;
   wait.no_nowait = &file->no_nowait;
   if (!direct) {
-    wait.poll_ns = (tunables_ != nullptr ? tunables_->Get("local_read_poll_us")
-                                         : kDefaultLocalReadPollUs) * 1000;
+    static const int64_t default_us = FindClientTunable("osc.*.local_read_poll_us")->def;
+    wait.poll_ns =
+        (tunables_ != nullptr ? tunables_->Get("local_read_poll_us") : default_us) * 1000;
   }
   CacheWait* const poll = wait.poll_ns > 0 ? &wait : nullptr;  // the reads that only poll
   const uint64_t end = offset + want;
@@ -612,8 +621,7 @@ Result<bool> LocalReads::TryRead(const proto::ObjectId& obj, uint64_t offset,
         const bool crcs_read =
             PreadvFull(buffered_fd, &c, 1, static_cast<off_t>(oss::InlineCrcPos(first)), poll) ==
             static_cast<ssize_t>(chunks * kCrcEntryBytes);
-        if (!wait.missed) wait.deadline = NowNs() + wait.poll_ns;
-        wait.missed = true;
+        wait.Missed();
         n = direct_poll->Finish(wait.deadline, &wait.slept);
         if (!crcs_read) n = -1;
       } else if (direct) {

@@ -103,9 +103,6 @@ inline constexpr size_t kMaxLocalDirectBytes = 8 << 20;
 // The largest read that can be a random one (Waiting for the disk, below): a FUSE
 // readahead's requests, larger, arrive out of order and are not random.
 inline constexpr size_t kMaxRandomReadBytes = 64 * 1024;
-// How long a small read polls for its pages before it sleeps, by default
-// (osc.*.local_read_poll_us).
-inline constexpr int64_t kDefaultLocalReadPollUs = 200;
 // Object files kept open for reads, per Client.
 inline constexpr size_t kMaxOpenObjects = 64;
 
